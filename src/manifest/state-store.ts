@@ -1,0 +1,76 @@
+import type { Sink } from '../sink/types.ts';
+import { ExportError } from '../errors.ts';
+import { assertSafeId, assertSafeRegion } from '../ids.ts';
+import type { SchoolState } from './types.ts';
+
+/**
+ * Per-school state in `_state/region=<code>/school_id=<id>.json`. One file per school, so shards
+ * (which partition by school) never write the same file, and the state of a failed task is
+ * simply never written.
+ */
+export function statePath(region: string, schoolId: string): string {
+  return `_state/region=${assertSafeRegion(region)}/school_id=${assertSafeId(schoolId)}.json`;
+}
+
+export function emptyState(schoolId: string, region: string): SchoolState {
+  return { version: 1, school_id: schoolId, region, resources: {} };
+}
+
+export async function readState(sink: Sink, region: string, schoolId: string): Promise<SchoolState> {
+  const path = statePath(region, schoolId);
+  const buf = await sink.read(path);
+  if (!buf) return emptyState(schoolId, region);
+  try {
+    const parsed = JSON.parse(buf.toString('utf8')) as SchoolState;
+    if (parsed.version !== 1 || parsed.school_id !== schoolId || typeof parsed.resources !== 'object') {
+      throw new Error('unexpected shape');
+    }
+    return parsed;
+  } catch (e) {
+    throw new ExportError(
+      'E_STATE',
+      `state file ${path} at ${sink.url} is unreadable (${(e as Error).message}): restore it from a backup or delete it to re-export that school in full`,
+    );
+  }
+}
+
+export async function writeState(sink: Sink, state: SchoolState): Promise<void> {
+  await sink.writeAtomic(statePath(state.region, state.school_id), JSON.stringify(state, null, 2) + '\n');
+}
+
+/**
+ * Read-modify-write of one school's state. Callers that may race on the same school in one
+ * process (a webhook and a run) go through this lock.
+ */
+const locks = new Map<string, Promise<unknown>>();
+export async function updateState(
+  sink: Sink,
+  region: string,
+  schoolId: string,
+  mutate: (s: SchoolState) => void | Promise<void>,
+): Promise<SchoolState> {
+  const key = `${sink.url}|${region}|${schoolId}`;
+  const prev = locks.get(key) ?? Promise.resolve();
+  const next = prev.catch(() => undefined).then(async () => {
+    const s = await readState(sink, region, schoolId);
+    await mutate(s);
+    await writeState(sink, s);
+    return s;
+  });
+  locks.set(key, next);
+  try {
+    return await next;
+  } finally {
+    if (locks.get(key) === next) locks.delete(key);
+  }
+}
+
+/** All state files under the destination, for commands that act on every school (webhooks, listing). */
+export async function listStates(sink: Sink): Promise<{ region: string; schoolId: string }[]> {
+  const out: { region: string; schoolId: string }[] = [];
+  for (const p of await sink.list('_state/')) {
+    const m = /^_state\/region=([^/]+)\/school_id=(A\d+)\.json$/.exec(p);
+    if (m) out.push({ region: m[1]!, schoolId: m[2]! });
+  }
+  return out;
+}

@@ -1,0 +1,65 @@
+/**
+ * On-disk shapes of the run manifest and the per-school state file. These are read by the
+ * warehouse loader and by users' scripts: change them only with a version bump.
+ *
+ *   <dest>/_manifests/<run_id>.json                   written last: the commit point of a run
+ *   <dest>/_state/region=<code>/school_id=<id>.json   per-school watermarks (one writer per school)
+ */
+
+export interface ManifestFile {
+  table: string; // 'achievements', 'achievement_students', 'deletions', ...
+  path: string; // relative to dest, '/' separators: 'achievements/region=uk/school_id=A1/<run_id>-0001.parquet'
+  rows: number;
+  bytes: number;
+  sha256: string;
+}
+
+export interface ManifestTask {
+  school_id: string;
+  region: string;
+  resource: string; // resource name ('achievements'); its child tables' files are listed under it too
+  status: 'committed' | 'failed' | 'skipped';
+  /** full: every row of the resource for this school was read (a snapshot: rows of this (school, table)
+   * not in it are gone upstream); incremental: only rows with updated_at after `updated_after`. */
+  mode: 'full' | 'incremental';
+  updated_after?: string; // what was sent, ISO 8601 UTC
+  watermark?: string; // the committed watermark after this task, ISO 8601 UTC
+  files: ManifestFile[];
+  rows: Record<string, number>; // table -> rows written
+  drift_fields?: Record<string, string[]>; // table -> undeclared fields seen (kept in NDJSON keys / _extra)
+  error?: { code: string; message: string };
+}
+
+export interface Manifest {
+  version: 1;
+  run_id: string; // sortable: '20261122T011558Z-3f9a' — loaders apply runs in run_id order
+  started_at: string; // ISO 8601 UTC
+  finished_at: string;
+  format: 'ndjson' | 'csv' | 'parquet';
+  format_options?: Record<string, unknown>;
+  shard?: { index: number; count: number };
+  status: 'ok' | 'partial'; // partial: at least one task failed (its files are not listed)
+  tasks: ManifestTask[];
+  /** Deletions read in this run (also written as rows of the `deletions` table, whose files are listed in tasks). */
+  deletions: { school_id: string; type: string; id: string; deleted_at: string | null; restored_at: string | null; detected_by: 'api' | 'snapshot' }[];
+  /** Schools whose exported data was purged in this run (access revoked with --purge-on-revoke). */
+  purged?: { school_id: string; region: string; reason: string; files_removed: number }[];
+}
+
+export interface SchoolState {
+  version: 1;
+  school_id: string;
+  region: string;
+  /** resource -> committed progress */
+  resources: Record<
+    string,
+    {
+      watermark: string | null; // ISO 8601 UTC; next incremental run asks for updated_after = watermark - lookback
+      last_run_id: string;
+      last_full_at: string | null; // when a full snapshot last completed (drives snapshot deletion detection)
+      known_ids_file?: string; // for snapshot-detected deletions: relative path of the id list of the last full snapshot
+    }
+  >;
+  force_full?: boolean; // set by webhooks (approved, migration completed): next run does a full refresh
+  deactivated?: { reason: string; at: string }; // revoked / declined: the run skips this school
+}
