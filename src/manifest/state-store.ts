@@ -1,7 +1,7 @@
 import type { Sink } from '../sink/types.ts';
 import { ExportError } from '../errors.ts';
 import { assertSafeId, assertSafeRegion } from '../ids.ts';
-import type { SchoolState } from './types.ts';
+import type { SchoolDirective, SchoolState } from './types.ts';
 
 /**
  * Per-school state in `_state/region=<code>/school_id=<id>.json`. One file per school, so shards
@@ -73,4 +73,22 @@ export async function listStates(sink: Sink): Promise<{ region: string; schoolId
     if (m) out.push({ region: m[1]!, schoolId: m[2]! });
   }
   return out;
+}
+
+export function directivePath(schoolId: string): string {
+  return `_state/_directives/school_id=${assertSafeId(schoolId)}.json`;
+}
+
+export async function readDirective(sink: Sink, schoolId: string): Promise<SchoolDirective | undefined> {
+  const buf = await sink.read(directivePath(schoolId));
+  if (!buf) return undefined;
+  try {
+    return JSON.parse(buf.toString('utf8')) as SchoolDirective;
+  } catch (e) {
+    throw new ExportError('E_STATE', `directive file ${directivePath(schoolId)} is unreadable (${(e as Error).message}): delete it`);
+  }
+}
+
+export async function writeDirective(sink: Sink, d: SchoolDirective): Promise<void> {
+  await sink.writeAtomic(directivePath(d.school_id), JSON.stringify(d, null, 2) + '\n');
 }

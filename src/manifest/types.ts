@@ -60,6 +60,24 @@ export interface SchoolState {
       known_ids_file?: string; // for snapshot-detected deletions: relative path of the id list of the last full snapshot
     }
   >;
-  force_full?: boolean; // set by webhooks (approved, migration completed): next run does a full refresh
-  deactivated?: { reason: string; at: string }; // revoked / declined: the run skips this school
+  /** The highest SchoolDirective.force_full_seq this school's state has been fully refreshed for. */
+  applied_force_full_seq?: number;
+}
+
+/**
+ * Written by the webhook receiver (never by runs) at `_state/_directives/school_id=<id>.json`:
+ * keyed by school only, because a webhook names no region. Runs read it for every school they
+ * plan and never write it, so receiver and runs never contend for a file.
+ */
+export interface SchoolDirective {
+  version: 1;
+  school_id: string;
+  /** Incremented on schoolApproved and on a completed schoolMigration: a run whose state has a
+   * lower applied_force_full_seq does a full refresh of that school (ids change on migration). */
+  force_full_seq: number;
+  /** accessRevoked / accessDeclined: runs skip this school until a later schoolApproved clears it. */
+  deactivated: { reason: string; at: string; event: string } | null;
+  /** Path of the school token file (mode 0600, outside the export destination), when one was sent. */
+  token_file?: string;
+  updated_at: string;
 }
