@@ -1,0 +1,62 @@
+import { gunzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import type { Readable } from 'node:stream';
+import {
+  badBody,
+  classifyStreamError,
+  isTruncatedJson,
+  splitListBody,
+  truncatedBody,
+  type DecodedBatch,
+  type DecodeOptions,
+} from './types.ts';
+
+const gunzipAsync = promisify(gunzip);
+
+/**
+ * The fast path: the whole (decompressed) page in one buffer, one JSON.parse, one batch.
+ * Pure over bytes so the streamed path can be checked against it.
+ */
+export function parseBufferedPage(decoded: Buffer, opts: Pick<DecodeOptions, 'skipRows'> = {}): DecodedBatch {
+  const parsed = parseJson(decoded);
+  const { rows, meta } = splitListBody(parsed);
+  const skip = opts.skipRows ?? 0;
+  return { rows: skip > 0 ? rows.slice(skip) : rows, last: true, bytes: decoded.length, meta };
+}
+
+/** JSON.parse with the two failure kinds told apart: cut short (retry) or wrong (fatal). */
+export function parseJson(decoded: Buffer): unknown {
+  try {
+    return JSON.parse(decoded.toString('utf8'));
+  } catch (e) {
+    if (isTruncatedJson(e) || decoded.length === 0) throw truncatedBody('ended early (incomplete JSON)', e);
+    throw badBody((e as Error).message, e);
+  }
+}
+
+/** Decompresses a whole body held in memory. */
+export async function gunzipBuffer(raw: Buffer): Promise<Buffer> {
+  try {
+    return await gunzipAsync(raw);
+  } catch (e) {
+    throw classifyStreamError(e);
+  }
+}
+
+/** Reads a stream to its end into one Buffer. */
+export async function readAll(source: AsyncIterable<Buffer>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of source) chunks.push(chunk);
+  } catch (e) {
+    throw classifyStreamError(e);
+  }
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+}
+
+/** The fast path from a raw body (Buffer or stream), gzip or not. Exported so tests can compare paths. */
+export async function decodeBuffered(body: Readable | Buffer, opts: DecodeOptions = {}): Promise<DecodedBatch> {
+  const raw = Buffer.isBuffer(body) ? body : await readAll(body);
+  const decoded = opts.gzip ? await gunzipBuffer(raw) : raw;
+  return parseBufferedPage(decoded, opts);
+}

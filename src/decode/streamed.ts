@@ -1,0 +1,85 @@
+import { StringDecoder } from 'node:string_decoder';
+import { createGunzip } from 'node:zlib';
+import { Readable, pipeline } from 'node:stream';
+import { jsonParser } from 'stream-json/parser.js';
+import type { parser } from 'stream-json';
+import { ListWalker } from './list-walker.ts';
+import {
+  badBody,
+  classifyStreamError,
+  DEFAULT_BATCH_SIZE,
+  truncatedBody,
+  type DecodedBatch,
+  type DecodeOptions,
+} from './types.ts';
+
+type Token = parser.Token;
+
+/** stream-json's tokenizer returns either nothing or a `many` wrapper around a token array. */
+function tokensOf(result: unknown): readonly Token[] {
+  return typeof result === 'object' && result !== null ? (result as { values: Token[] }).values : [];
+}
+
+/**
+ * The incremental path over decompressed bytes: rows leave in batches of `batchSize`, so memory
+ * stays bounded whatever the page size. The last batch carries meta and the byte count.
+ */
+export async function* decodeStreamedBytes(
+  source: AsyncIterable<Buffer | string>,
+  opts: Pick<DecodeOptions, 'batchSize' | 'skipRows'> = {},
+): AsyncGenerator<DecodedBatch> {
+  const batchSize = opts.batchSize ?? DEFAULT_BATCH_SIZE;
+  let skip = opts.skipRows ?? 0;
+  const tokenize = jsonParser({ packValues: true, streamValues: false });
+  const text = new StringDecoder('utf8');
+  const walker = new ListWalker();
+  let bytes = 0;
+  let first = true;
+  try {
+    for await (const chunk of source) {
+      bytes += chunk.length;
+      const str = typeof chunk === 'string' ? chunk : text.write(chunk);
+      // JSON.parse refuses a byte-order mark too; the tokenizer would silently skip it
+      if (first && str.length > 0) {
+        first = false;
+        if (str.charCodeAt(0) === 0xfeff) throw badBody('unexpected byte-order mark');
+      }
+      if (str.length === 0) continue;
+      walker.feed(tokensOf(tokenize(str)));
+      if (skip > 0 && walker.rows.length > 0) {
+        const dropped = Math.min(skip, walker.rows.length);
+        walker.rows.splice(0, dropped);
+        skip -= dropped;
+      }
+      // a batch is whatever has collected once it reaches batchSize: no per-row copying
+      if (walker.rows.length >= batchSize) yield { rows: walker.take(), last: false, bytes: 0 };
+    }
+  } catch (e) {
+    if (e instanceof Error && e.message.startsWith('Parser cannot parse input')) throw badBody(e.message, e);
+    throw classifyStreamError(e);
+  }
+  if (!walker.complete) throw truncatedBody('ended early (incomplete JSON)');
+  yield { rows: walker.take(), last: true, bytes, meta: walker.meta() };
+}
+
+const SLICE = 64 * 1024;
+
+/** A body held in memory, fed in slices so one huge buffer does not become one huge batch. */
+function* slices(buf: Buffer): Generator<Buffer> {
+  for (let i = 0; i < buf.length; i += SLICE) yield buf.subarray(i, i + SLICE);
+}
+
+/** Decompresses a raw body as it arrives, when it is gzip. */
+export function decompressed(body: Readable | Buffer, gzip: boolean | undefined): Readable {
+  const src = Buffer.isBuffer(body) ? Readable.from(slices(body), { objectMode: false }) : body;
+  if (!gzip) return src;
+  const gunzip = createGunzip();
+  // pipeline carries a socket error from the body into the gunzip stream we iterate
+  pipeline(src, gunzip, () => {});
+  return gunzip;
+}
+
+/** The incremental path from a raw body. Exported so tests can run it on the same bytes as the fast path. */
+export function decodeStreamed(body: Readable | Buffer, opts: DecodeOptions = {}): AsyncGenerator<DecodedBatch> {
+  return decodeStreamedBytes(decompressed(body, opts.gzip), opts);
+}
