@@ -2,7 +2,12 @@
  * On-disk shapes of the run manifest and the per-school state file. These are read by the
  * warehouse loader and by users' scripts: change them only with a version bump.
  *
- *   <dest>/_manifests/<run_id>.json                   written last: the commit point of a run
+ *   <dest>/_manifests/<run_id>.json                   written last: the whole run
+ *   <dest>/_manifests/<run_id>/part-<seq>.json        written during the run, one per commit batch:
+ *                                                     tasks whose files are durable, before their
+ *                                                     state advances. A run killed midway leaves
+ *                                                     parts (no final file); loaders apply the
+ *                                                     committed tasks of both, each task once.
  *   <dest>/_state/region=<code>/school_id=<id>.json   per-school watermarks (one writer per school)
  */
 
@@ -38,7 +43,8 @@ export interface Manifest {
   format: 'ndjson' | 'csv' | 'parquet';
   format_options?: Record<string, unknown>;
   shard?: { index: number; count: number };
-  status: 'ok' | 'partial'; // partial: at least one task failed (its files are not listed)
+  status: 'ok' | 'partial' | 'running'; // partial: some task failed (its files are not listed); running: a part
+  part?: number; // on part files: the part's sequence number
   tasks: ManifestTask[];
   /** Deletions read in this run (also written as rows of the `deletions` table, whose files are listed in tasks). */
   deletions: { school_id: string; type: string; id: string; deleted_at: string | null; restored_at: string | null; detected_by: 'api' | 'snapshot' }[];
@@ -58,10 +64,10 @@ export interface SchoolState {
       last_run_id: string;
       last_full_at: string | null; // when a full snapshot last completed (drives snapshot deletion detection)
       known_ids_file?: string; // for snapshot-detected deletions: relative path of the id list of the last full snapshot
+      /** The highest SchoolDirective.force_full_seq this resource has been fully refreshed for. */
+      applied_force_full_seq?: number;
     }
   >;
-  /** The highest SchoolDirective.force_full_seq this school's state has been fully refreshed for. */
-  applied_force_full_seq?: number;
 }
 
 /**

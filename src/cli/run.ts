@@ -1,0 +1,103 @@
+import type { Argv, CommandModule } from 'yargs';
+import { resolveRunConfig } from '../config/resolve.ts';
+import type { PipelineConfig } from '../config/schema.ts';
+import { runExport } from '../pipeline/run.ts';
+import { renderSummary } from '../pipeline/summary.ts';
+import { parseDomains, withApiOptions, type ApiArgs } from './common.ts';
+
+interface RunArgs extends ApiArgs {
+  pipeline?: string;
+  dest?: string;
+  's3-endpoint'?: string;
+  's3-region'?: string;
+  's3-checksum-when-required'?: boolean;
+  format?: 'ndjson' | 'csv' | 'parquet';
+  gzip?: boolean;
+  'csv-formula-guard'?: boolean;
+  'row-group-rows'?: number;
+  'max-file-rows'?: number;
+  'max-file-bytes'?: number;
+  resources?: string;
+  schools?: string;
+  'full-refresh'?: boolean;
+  concurrency?: number;
+  'connections-per-domain'?: number;
+  'per-page'?: number;
+  'lookback-seconds'?: number;
+  'snapshot-every-hours'?: number;
+  shard?: string;
+  progress?: 'auto' | 'tty' | 'json' | 'none';
+  json?: boolean;
+}
+
+const list = (v: string | undefined) => (v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean));
+
+/** Flags mirror the pipeline file's keys (kebab-case here, snake_case there). */
+export function flagsToPipeline(a: RunArgs): PipelineConfig {
+  return {
+    api_url: a['api-url'],
+    token_file: a['token-file'],
+    domains: a.domain?.length ? parseDomains(a.domain) : undefined,
+    auth: a.auth,
+    dest: a.dest,
+    s3_endpoint: a['s3-endpoint'],
+    s3_region: a['s3-region'],
+    s3_checksum_when_required: a['s3-checksum-when-required'],
+    format: a.format,
+    gzip: a.gzip,
+    csv_formula_guard: a['csv-formula-guard'],
+    row_group_rows: a['row-group-rows'],
+    max_file_rows: a['max-file-rows'],
+    max_file_bytes: a['max-file-bytes'],
+    resources: list(a.resources),
+    schools: list(a.schools),
+    full_refresh: a['full-refresh'],
+    concurrency: a.concurrency,
+    connections_per_domain: a['connections-per-domain'],
+    per_page: a['per-page'],
+    lookback_seconds: a['lookback-seconds'],
+    snapshot_every_hours: a['snapshot-every-hours'],
+    shard: a.shard,
+    progress: a.progress,
+  };
+}
+
+export const runCommand: CommandModule<object, RunArgs> = {
+  command: 'run [pipeline]',
+  describe: 'export data: the pipeline file, or --api-url with defaults, or (with neither) the built-in sandbox to ./exports',
+  builder: (y: Argv) =>
+    withApiOptions(y)
+      .positional('pipeline', { type: 'string', describe: 'pipeline file (JSON); see pipelines/' })
+      .option('dest', { type: 'string', describe: 'DIR or s3://bucket/prefix (default ./exports)' })
+      .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint URL (MinIO, R2, GCS interoperability); path-style' })
+      .option('s3-region', { type: 'string' })
+      .option('s3-checksum-when-required', { type: 'boolean', describe: 'send/validate checksums only when the operation requires them (default on with --s3-endpoint)' })
+      .option('format', { choices: ['ndjson', 'csv', 'parquet'] as const, describe: 'output format (default parquet)' })
+      .option('gzip', { type: 'boolean', describe: 'gzip NDJSON files' })
+      .option('csv-formula-guard', { type: 'boolean', describe: "prefix ' to CSV text starting with = + - @ (spreadsheet formula injection)" })
+      .option('row-group-rows', { type: 'number', describe: 'Parquet rows per row group' })
+      .option('max-file-rows', { type: 'number', describe: 'roll over to a new file after this many rows' })
+      .option('max-file-bytes', { type: 'number', describe: 'roll over to a new file after this many bytes' })
+      .option('resources', { type: 'string', describe: 'comma-separated tables to export (default all)' })
+      .option('schools', { type: 'string', describe: 'comma-separated school ids (default all approved)' })
+      .option('full-refresh', { type: 'boolean', describe: 'ignore watermarks and export everything' })
+      .option('concurrency', { type: 'number', describe: 'tasks (school × resource) in flight (default 4)' })
+      .option('connections-per-domain', { type: 'number', describe: 'HTTP connections per API domain (default 8)' })
+      .option('per-page', { type: 'number', describe: 'rows per page requested (default 1000; the server may clamp)' })
+      .option('lookback-seconds', { type: 'number', describe: 'overlap subtracted from watermarks (default 300)' })
+      .option('snapshot-every-hours', { type: 'number', describe: 'full snapshot interval for tables without deletion records (default 168)' })
+      .option('shard', { type: 'string', describe: 'I/N: export only the schools of shard I of N (stable hash of the school id)' })
+      .option('progress', { choices: ['auto', 'tty', 'json', 'none'] as const, describe: 'live display on a TTY, JSON lines otherwise (default auto)' })
+      .option('json', { type: 'boolean', describe: 'print the summary as JSON' }) as unknown as Argv<RunArgs>,
+  handler: async (a) => {
+    const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a));
+    const ac = new AbortController();
+    const stop = () => ac.abort(new Error('interrupted'));
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    const summary = await runExport(cfg, { signal: ac.signal });
+    if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
+    if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
+    process.exitCode = summary.status === 'ok' ? 0 : 1;
+  },
+};

@@ -1,0 +1,119 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from '../errors.ts';
+import { normaliseBaseUrl, parseDomains } from '../cli/common.ts';
+import { validatePipeline, type CustomResourceConfig, type PipelineConfig } from './schema.ts';
+
+/** The package's own pipelines/ folder, whatever the working directory. */
+export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const DEFAULT_PIPELINE = resolve(PACKAGE_ROOT, 'pipelines/sandbox.json');
+
+export interface RunConfig {
+  source:
+    | { kind: 'api'; apiUrl: string; domains: Record<string, string>; auth: 'bearer' | 'basic'; tokenFile?: string }
+    | { kind: 'sandbox'; seed: number; schools: number; achievementsPerSchool: number; maxPerPage?: number };
+  pipelineFile?: string;
+  dest: string;
+  s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean };
+  format: 'ndjson' | 'csv' | 'parquet';
+  formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number };
+  maxFileRows: number;
+  maxFileBytes: number;
+  schools?: string[];
+  resources?: string[];
+  customResources: CustomResourceConfig[];
+  fullRefresh: boolean;
+  concurrency: number;
+  connectionsPerDomain: number;
+  perPage: number;
+  lookbackSeconds: number;
+  snapshotEveryHours: number;
+  shard: { index: number; count: number };
+  progress: 'auto' | 'tty' | 'json' | 'none';
+}
+
+export const DEFAULTS = {
+  dest: './exports',
+  format: 'parquet' as const,
+  maxFileRows: 1_000_000,
+  maxFileBytes: 256 * 1024 * 1024,
+  concurrency: 4,
+  connectionsPerDomain: 8,
+  perPage: 1000,
+  lookbackSeconds: 300,
+  snapshotEveryHours: 168,
+};
+
+export function readPipelineFile(path: string): PipelineConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`pipeline file ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(`pipeline file ${path}: not valid JSON (${(e as Error).message})`);
+  }
+  return validatePipeline(raw, `pipeline file ${path}`);
+}
+
+/**
+ * File settings overlaid by flag settings (flags win), then defaults. With neither a file nor
+ * --api-url, the package's sandbox pipeline runs.
+ */
+export function resolveRunConfig(file: string | undefined, flags: PipelineConfig): RunConfig {
+  validatePipeline(stripUndefined(flags), 'flags');
+  const pipelineFile = file ?? (flags.api_url ? undefined : DEFAULT_PIPELINE);
+  const fromFile = pipelineFile ? readPipelineFile(pipelineFile) : {};
+  const c: PipelineConfig = { ...fromFile, ...stripUndefined(flags) };
+  if (flags.domains) c.domains = { ...(fromFile.domains ?? {}), ...flags.domains };
+
+  let source: RunConfig['source'];
+  if (c.api_url) {
+    const domains: Record<string, string> = {};
+    for (const [k, v] of Object.entries(c.domains ?? {})) domains[k.toLowerCase()] = normaliseBaseUrl(v, `domains.${k}`);
+    source = { kind: 'api', apiUrl: normaliseBaseUrl(c.api_url, 'api_url'), domains, auth: c.auth ?? 'bearer', tokenFile: c.token_file };
+  } else if (c.sandbox) {
+    source = {
+      kind: 'sandbox',
+      seed: c.sandbox.seed ?? 1,
+      schools: c.sandbox.schools ?? 6,
+      achievementsPerSchool: c.sandbox.achievements_per_school ?? 500,
+      maxPerPage: c.sandbox.max_per_page,
+    };
+  } else {
+    throw new ConfigError(`${pipelineFile ?? 'flags'}: no source: set api_url (or --api-url), or a "sandbox" block to run against the built-in sandbox`);
+  }
+  const [index, count] = (c.shard ?? '0/1').split('/').map(Number) as [number, number];
+  return {
+    source,
+    pipelineFile,
+    dest: c.dest ?? DEFAULTS.dest,
+    s3: { endpoint: c.s3_endpoint, region: c.s3_region, checksumWhenRequired: c.s3_checksum_when_required },
+    format: c.format ?? DEFAULTS.format,
+    formatOptions: { gzip: c.gzip ?? false, csvFormulaGuard: c.csv_formula_guard ?? false, rowGroupRows: c.row_group_rows },
+    maxFileRows: c.max_file_rows ?? DEFAULTS.maxFileRows,
+    maxFileBytes: c.max_file_bytes ?? DEFAULTS.maxFileBytes,
+    schools: c.schools,
+    resources: c.resources,
+    customResources: c.custom_resources ?? [],
+    fullRefresh: c.full_refresh ?? false,
+    concurrency: c.concurrency ?? DEFAULTS.concurrency,
+    connectionsPerDomain: c.connections_per_domain ?? DEFAULTS.connectionsPerDomain,
+    perPage: c.per_page ?? DEFAULTS.perPage,
+    lookbackSeconds: c.lookback_seconds ?? DEFAULTS.lookbackSeconds,
+    snapshotEveryHours: c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,
+    shard: { index, count },
+    progress: c.progress ?? 'auto',
+  };
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+export { parseDomains };

@@ -1,0 +1,95 @@
+import type { Sink } from '../sink/types.ts';
+import type { Manifest, ManifestTask } from './types.ts';
+
+/**
+ * The commit protocol. A task hands over its result only after its files are durable. The
+ * committer lists it in a manifest part and only then runs the task's state promotion, so a
+ * watermark never advances past data that no manifest lists. Tasks that finish while a part is
+ * being written are batched into the next part: writes stay proportional to the number of tasks.
+ * finish() writes the whole-run manifest last.
+ */
+export interface PendingCommit {
+  task: ManifestTask;
+  deletions: Manifest['deletions'];
+  promote: () => Promise<void>; // writes the school's state; runs after the part is durable
+}
+
+export class Committer {
+  private readonly tasks: ManifestTask[] = [];
+  private readonly deletions: Manifest['deletions'] = [];
+  private queue: { c: PendingCommit; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private flushing: Promise<void> | undefined;
+  private part = 0;
+
+  constructor(
+    private readonly sink: Sink,
+    private readonly header: Omit<Manifest, 'tasks' | 'deletions' | 'status' | 'finished_at'>,
+  ) {}
+
+  /** Resolves once the task is listed in a durable manifest part and its state is promoted. */
+  commit(c: PendingCommit): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ c, resolve, reject });
+      if (!this.flushing) this.flushing = this.flushLoop();
+    });
+  }
+
+  /** Failed and skipped tasks are listed in the final manifest only; they promote nothing. */
+  record(task: ManifestTask): void {
+    this.tasks.push(task);
+  }
+
+  private async flushLoop(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      try {
+        this.part += 1;
+        const part: Manifest = {
+          ...this.header,
+          status: 'running',
+          part: this.part,
+          finished_at: new Date().toISOString(),
+          tasks: batch.map((b) => b.c.task),
+          deletions: batch.flatMap((b) => b.c.deletions),
+        };
+        const seq = String(this.part).padStart(5, '0');
+        await this.sink.writeAtomic(`_manifests/${this.header.run_id}/part-${seq}.json`, JSON.stringify(part) + '\n');
+      } catch (e) {
+        for (const b of batch) b.reject(e);
+        continue;
+      }
+      await Promise.all(
+        batch.map(async (b) => {
+          try {
+            await b.c.promote();
+            this.tasks.push(b.c.task);
+            this.deletions.push(...b.c.deletions);
+            b.resolve();
+          } catch (e) {
+            // Listed in a part, so its files are loadable, but its state did not advance: the
+            // next run reads the same rows again, and loaders resolve the duplicates by
+            // (school, id, updated_at).
+            this.tasks.push({ ...b.c.task, error: { code: 'E_STATE', message: `state not advanced: ${(e as Error).message}` } });
+            b.reject(e);
+          }
+        }),
+      );
+    }
+    this.flushing = undefined;
+  }
+
+  async finish(): Promise<Manifest> {
+    while (this.flushing) await this.flushing;
+    const failed = this.tasks.some((t) => t.status === 'failed');
+    const manifest: Manifest = {
+      ...this.header,
+      status: failed ? 'partial' : 'ok',
+      finished_at: new Date().toISOString(),
+      tasks: [...this.tasks].sort((a, b) => (a.school_id + a.resource).localeCompare(b.school_id + b.resource)),
+      deletions: this.deletions,
+    };
+    await this.sink.writeAtomic(`_manifests/${this.header.run_id}.json`, JSON.stringify(manifest, null, 1) + '\n');
+    return manifest;
+  }
+}
