@@ -1,0 +1,38 @@
+import { f, TIMESTAMPS } from './fields.ts';
+import type { ResourceSpec } from './types.ts';
+
+/** GET /schools/{id}/achievements?include=students,employees (spec 2.7). */
+export const achievements: ResourceSpec = {
+  name: 'achievements',
+  path: '/schools/{school_id}/achievements',
+  scope: 'school',
+  shape: 'list',
+  paginated: true,
+  incremental: true,
+  query: { include: 'students,employees' },
+  fields: [
+    f('id'),
+    f('mis_id'),
+    f('type', 'string', true),
+    f('action', 'string', true),
+    f('subject', 'string', true),
+    f('class', 'string', true),
+    f('points', 'integer', true),
+    f('total_points', 'integer', true),
+    f('comment', 'string', true),
+    f('parents_notified', 'boolean', true),
+    f('achievement_date', 'datetime', true),
+    f('action_date', 'datetime', true),
+    f('recorded_date', 'datetime', true),
+    ...TIMESTAMPS,
+  ],
+  key: ['id'],
+  // Fields of included students/employees are not part of the contract (spec 2.13): only the id
+  // is declared; everything else is flattened generically and kept as drift.
+  children: [
+    { include: 'students', table: 'achievement_students', parentKey: 'achievement_id', columns: [f('id')] },
+    { include: 'employees', table: 'achievement_employees', parentKey: 'achievement_id', columns: [f('id')] },
+  ],
+  deletionType: 'achievement',
+  updatedAtField: 'updated_at',
+};

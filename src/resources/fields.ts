@@ -1,0 +1,17 @@
+import type { FieldSpec, FieldType } from './types.ts';
+
+/** Terse field declarations: `f('name')`, `f('points', 'integer', true)`. */
+export function f(path: string, type: FieldType = 'string', nullable = false): FieldSpec {
+  return { path, type, nullable };
+}
+
+/** The service's audit pair, present on most resources. */
+export const TIMESTAMPS: FieldSpec[] = [f('created_at', 'datetime'), f('updated_at', 'datetime')];
+
+/** Naive English singular for child-table names: achievements -> achievement, classes -> class. */
+export function singular(name: string): string {
+  if (/ies$/.test(name)) return name.slice(0, -3) + 'y';
+  if (/(sses|ches|shes|xes)$/.test(name)) return name.slice(0, -2);
+  if (/s$/.test(name) && !/ss$/.test(name)) return name.slice(0, -1);
+  return name;
+}

@@ -1,0 +1,62 @@
+import { f, singular } from './fields.ts';
+import type { FieldSpec, ResourceSpec } from './types.ts';
+
+/** Deletion record types (spec 4.4) of resources users commonly declare, by table name. */
+const KNOWN_DELETION_TYPES: Record<string, string> = {
+  students: 'student',
+  contacts: 'contact',
+  employees: 'employee',
+  groups: 'group',
+  classes: 'class',
+  lessons: 'lesson',
+  rooms: 'room',
+  subjects: 'subject',
+  periods: 'period',
+  exclusions: 'exclusion',
+  events: 'event',
+  behaviours: 'behaviour',
+  photos: 'photo',
+  employee_absences: 'employee_absence',
+  attendance_summaries: 'attendance_summary',
+};
+
+export interface GenericResourceDef {
+  name: string;
+  path: string;
+  key?: string[];
+  incremental?: boolean;
+  include?: string[];
+  fields?: FieldSpec[];
+  deletionType?: string;
+}
+
+/**
+ * A resource declared in a pipeline file rather than in code (students, contacts, groups...).
+ * Without declared fields only `id` is a column; every other field is flattened generically and
+ * kept as drift (NDJSON keys / the `_extra` column), so nothing is lost.
+ */
+export function genericResource(def: GenericResourceDef): ResourceSpec {
+  const key = def.key ?? ['id'];
+  const fields = def.fields && def.fields.length > 0 ? def.fields : key.map((k) => f(k));
+  const parent = singular(def.name);
+  const incremental = def.incremental ?? true;
+  return {
+    name: def.name,
+    path: def.path,
+    scope: 'school',
+    shape: 'list',
+    paginated: true,
+    incremental,
+    query: def.include && def.include.length > 0 ? { include: def.include.join(',') } : undefined,
+    fields,
+    key,
+    children: (def.include ?? []).map((inc) => ({
+      include: inc,
+      table: `${parent}_${inc.replace(/\./g, '__')}`,
+      parentKey: `${parent}_id`,
+      columns: [f('id', 'string', true)],
+    })),
+    deletionType: def.deletionType ?? KNOWN_DELETION_TYPES[def.name],
+    updatedAtField: incremental ? 'updated_at' : undefined,
+  };
+}
