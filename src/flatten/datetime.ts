@@ -1,0 +1,70 @@
+import { localToUtc } from './zones.ts';
+
+/**
+ * The API's datetime object {date: 'YYYY-MM-DD HH:MM:SS.ffffff', timezone_type: 3, timezone}
+ * -> a UTC instant 'YYYY-MM-DDTHH:MM:SS.ffffffZ' (microseconds kept exactly: zone offsets are
+ * whole seconds, so the fraction never changes) and the zone name. See zones.ts for folds/gaps.
+ */
+
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?$/;
+const ISO_Z_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})$/;
+
+export interface DatetimeValue {
+  instant: string | null;
+  timezone: string | null;
+  /** set when the value could not be converted: the raw input, kept as drift rather than dropped */
+  raw?: unknown;
+}
+
+function frac6(s: string | undefined): string {
+  if (!s) return '000000';
+  return s.length >= 6 ? s.slice(0, 6) : s + '000000'.slice(s.length);
+}
+
+function toIso(utcMs: number, fraction: string): string {
+  return new Date(utcMs).toISOString().slice(0, 20) + fraction + 'Z';
+}
+
+function wallMs(m: RegExpExecArray): number {
+  return Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0));
+}
+
+/** Normalise an ISO 8601 instant with Z or an offset (what the pipeline itself produces) to our form. */
+export function normalizeIso(s: string): string | undefined {
+  const m = ISO_Z_RE.exec(s);
+  if (!m) return undefined;
+  let t = wallMs(m);
+  const off = m[8];
+  if (off !== 'Z') {
+    const sign = off[0] === '-' ? -1 : 1;
+    const digits = off.slice(1).replace(':', '');
+    t -= sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2))) * 60_000;
+  }
+  return toIso(t, frac6(m[7]));
+}
+
+/** Convert one datetime field value. null/undefined -> both null. */
+export function convertDatetime(v: unknown): DatetimeValue {
+  if (v === null || v === undefined) return { instant: null, timezone: null };
+  if (typeof v === 'string') {
+    const iso = normalizeIso(v);
+    return iso ? { instant: iso, timezone: 'UTC' } : { instant: null, timezone: null, raw: v };
+  }
+  if (typeof v === 'object' && !Array.isArray(v)) {
+    const o = v as { date?: unknown; timezone?: unknown };
+    if (o.date === null || o.date === undefined) return { instant: null, timezone: null };
+    const tz = typeof o.timezone === 'string' && o.timezone !== '' ? o.timezone : 'UTC';
+    const m = typeof o.date === 'string' ? DATE_RE.exec(o.date) : null;
+    const utc = m ? localToUtc(wallMs(m), tz) : undefined;
+    if (m && utc !== undefined) return { instant: toIso(utc, frac6(m[7])), timezone: tz };
+    return { instant: null, timezone: typeof o.timezone === 'string' ? o.timezone : null, raw: v };
+  }
+  return { instant: null, timezone: null, raw: v };
+}
+
+/** True for the API's datetime object shape (used to recognise undeclared datetimes). */
+export function isDatetimeObject(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const o = v as Record<string, unknown>;
+  return typeof o.date === 'string' && 'timezone' in o && 'timezone_type' in o && Object.keys(o).length === 3;
+}
