@@ -1,0 +1,84 @@
+import type { Writable } from 'node:stream';
+import type { ColumnDef, Row, Scalar, TableSchema } from '../table.ts';
+import { EXTRA_COLUMN } from '../table.ts';
+import { declaredColumns, endStream, extraJson, writeChunk } from './io.ts';
+import type { Format, FormatWriter } from './types.ts';
+
+/**
+ * RFC 4180 CSV: CRLF line ends, a header row of the schema's columns (with `_extra` last), fields
+ * quoted when they hold a comma, quote, CR or LF (quotes doubled). null is an empty field, an
+ * empty string is `""` so the two stay distinct. Booleans true/false, timestamps ISO 8601 Z.
+ *
+ * csvFormulaGuard (default off): text cells starting with = + - @ TAB or CR get a leading `'`,
+ * so a spreadsheet shows them as text instead of evaluating a formula. It changes the data
+ * (a text "-5" becomes "'-5"), hence opt-in; numbers, booleans and timestamps are never touched.
+ */
+const NEEDS_QUOTES = /[",\r\n]/;
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+export function csvText(s: string, guard: boolean): string {
+  if (guard && FORMULA_START.test(s)) s = "'" + s;
+  if (s === '') return '""';
+  return NEEDS_QUOTES.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+}
+
+function cell(v: Scalar | undefined, col: ColumnDef | null, guard: boolean): string {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'string') return csvText(v, guard && (col === null || col.type === 'string' || col.type === 'json'));
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '';
+  return v ? 'true' : 'false';
+}
+
+/** Header line and a row encoder for one schema. */
+export function csvEncoder(schema: TableSchema, guard: boolean): { header: string; line: (row: Row) => string } {
+  const { columns, isDeclared } = declaredColumns(schema);
+  const header = [...columns.map((c) => csvText(c.name, false)), EXTRA_COLUMN.name].join(',') + '\r\n';
+  return {
+    header,
+    line(row) {
+      let s = '';
+      for (let i = 0; i < columns.length; i++) s += cell(row[columns[i].name], columns[i], guard) + ',';
+      const extra = extraJson(row, isDeclared);
+      return s + (extra === null ? '' : csvText(extra, guard)) + '\r\n';
+    },
+  };
+}
+
+class CsvWriter implements FormatWriter {
+  rowsWritten = 0;
+  bytesWritten = 0;
+  private readonly enc: ReturnType<typeof csvEncoder>;
+  private headerDone = false;
+
+  constructor(schema: TableSchema, private readonly out: Writable, guard: boolean) {
+    this.enc = csvEncoder(schema, guard);
+  }
+
+  private async put(text: string): Promise<void> {
+    const buf = Buffer.from(text, 'utf8');
+    this.bytesWritten += buf.length;
+    await writeChunk(this.out, buf);
+  }
+
+  async write(rows: Row[]): Promise<void> {
+    let text = '';
+    if (!this.headerDone) {
+      text = this.enc.header;
+      this.headerDone = true;
+    }
+    for (const r of rows) text += this.enc.line(r);
+    this.rowsWritten += rows.length;
+    if (text !== '') await this.put(text);
+  }
+
+  async finish(): Promise<void> {
+    if (!this.headerDone) await this.write([]); // an empty table still has its header
+    await endStream(this.out);
+  }
+}
+
+export const csv: Format = {
+  name: 'csv',
+  extension: () => 'csv',
+  open: (schema, out, opts) => new CsvWriter(schema, out, opts.csvFormulaGuard === true),
+};

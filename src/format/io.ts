@@ -1,0 +1,36 @@
+import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
+import type { Writable } from 'node:stream';
+import { ExportError } from '../errors.ts';
+import { EXTRA_COLUMN, type Row, type Scalar, type TableSchema } from '../table.ts';
+
+/** Write and wait for 'drain' when the stream asks for it; an 'error' meanwhile rejects. */
+export async function writeChunk(out: Writable, chunk: string | Buffer): Promise<void> {
+  if (!out.write(chunk)) await once(out, 'drain');
+}
+
+/** End the stream and wait until everything written has been flushed. */
+export async function endStream(out: Writable): Promise<void> {
+  out.end();
+  await finished(out);
+}
+
+export function sinkError(what: string, cause: unknown): ExportError {
+  return new ExportError('E_SINK', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+}
+
+/** The columns a writer emits from the schema (without `_extra`) and a test for undeclared keys. */
+export function declaredColumns(schema: TableSchema): { columns: TableSchema['columns']; isDeclared: Set<string> } {
+  const columns = schema.columns.filter((c) => c.name !== EXTRA_COLUMN.name);
+  return { columns, isDeclared: new Set(schema.columns.map((c) => c.name)) };
+}
+
+/** JSON text of a row's undeclared fields, or null when it has none (the `_extra` column). */
+export function extraJson(row: Row, isDeclared: Set<string>): string | null {
+  let extra: Record<string, Scalar> | null = null;
+  for (const k in row) {
+    if (isDeclared.has(k)) continue;
+    (extra ??= {})[k] = row[k];
+  }
+  return extra === null ? null : JSON.stringify(extra);
+}

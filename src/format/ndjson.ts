@@ -1,0 +1,82 @@
+import { createGzip } from 'node:zlib';
+import { finished } from 'node:stream/promises';
+import type { Writable } from 'node:stream';
+import type { Row, TableSchema } from '../table.ts';
+import { declaredColumns, endStream, writeChunk } from './io.ts';
+import type { Format, FormatOptions, FormatWriter } from './types.ts';
+
+/**
+ * One JSON object per line: declared columns in schema order (nulls written), then undeclared
+ * (drift) fields as their own keys. `_extra` is not written: in NDJSON drift needs no folding.
+ */
+export function ndjsonSerializer(schema: TableSchema): (row: Row) => string {
+  const { columns, isDeclared } = declaredColumns(schema);
+  const names = columns.map((c) => c.name);
+  const prefixes = names.map((n, i) => (i === 0 ? '{' : ',') + JSON.stringify(n) + ':');
+  return (row) => {
+    let s = '';
+    for (let i = 0; i < names.length; i++) {
+      const v = row[names[i]];
+      s += prefixes[i] + (v === undefined ? 'null' : JSON.stringify(v));
+    }
+    for (const k in row) {
+      if (isDeclared.has(k)) continue;
+      s += (s === '' ? '{' : ',') + JSON.stringify(k) + ':' + JSON.stringify(row[k]);
+    }
+    return s === '' ? '{}' : s + '}';
+  };
+}
+
+class NdjsonWriter implements FormatWriter {
+  rowsWritten = 0;
+  bytesWritten = 0;
+  private readonly line: (row: Row) => string;
+  private readonly target: Writable;
+  private readonly done: Promise<void>;
+
+  constructor(schema: TableSchema, private readonly out: Writable, gzip: boolean) {
+    this.line = ndjsonSerializer(schema);
+    if (gzip) {
+      const gz = createGzip();
+      gz.on('data', (b: Buffer) => (this.bytesWritten += b.length));
+      gz.pipe(out);
+      gz.on('error', (e) => out.destroy(e));
+      this.target = gz;
+      this.done = endStreamAfter(gz, out);
+    } else {
+      this.target = out;
+      this.done = Promise.resolve();
+    }
+  }
+
+  async write(rows: Row[]): Promise<void> {
+    if (rows.length === 0) return;
+    let text = '';
+    for (const r of rows) text += this.line(r) + '\n';
+    const buf = Buffer.from(text, 'utf8');
+    if (this.target === this.out) this.bytesWritten += buf.length;
+    this.rowsWritten += rows.length;
+    await writeChunk(this.target, buf);
+  }
+
+  async finish(): Promise<void> {
+    if (this.target === this.out) await endStream(this.out);
+    else {
+      this.target.end();
+      await this.done;
+    }
+  }
+}
+
+/** With gzip, `out` is ended by pipe() when the gzip stream ends; wait for both to finish. */
+function endStreamAfter(gz: Writable, out: Writable): Promise<void> {
+  const p = Promise.all([finished(gz), finished(out)]).then(() => undefined);
+  p.catch(() => {}); // observed in finish(); never an unhandled rejection meanwhile
+  return p;
+}
+
+export const ndjson: Format = {
+  name: 'ndjson',
+  extension: (opts: FormatOptions) => (opts.gzip ? 'ndjson.gz' : 'ndjson'),
+  open: (schema, out, opts) => new NdjsonWriter(schema, out, opts.gzip === true),
+};

@@ -1,0 +1,27 @@
+import type { Writable } from 'node:stream';
+import type { Row, TableSchema } from '../table.ts';
+
+export interface FormatWriter {
+  /** Encode and write a batch; resolves once `out` accepted it (backpressure respected). */
+  write(rows: Row[]): Promise<void>;
+  /** Flush buffered data and end `out`; resolves when `out` has finished. */
+  finish(): Promise<void>;
+  readonly rowsWritten: number;
+  /** Bytes handed to `out` (after compression). */
+  readonly bytesWritten: number;
+}
+
+export interface FormatOptions {
+  /** NDJSON only: gzip the stream (extension ndjson.gz). */
+  gzip?: boolean;
+  /** CSV only: prefix ' to text cells starting with = + - @ TAB CR (spreadsheet formula injection). Default off. */
+  csvFormulaGuard?: boolean;
+  /** Parquet only: rows per row group (bounds writer memory). Default 10,000. */
+  rowGroupRows?: number;
+}
+
+export interface Format {
+  name: 'ndjson' | 'csv' | 'parquet';
+  extension(opts: FormatOptions): string;
+  open(schema: TableSchema, out: Writable, opts: FormatOptions): FormatWriter;
+}
