@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto';
+import type { Sink } from '../sink/types.ts';
+import type { Manifest } from '../manifest/types.ts';
+import { assertSafeId } from '../ids.ts';
+
+/**
+ * Removing a school's exported data when it revokes or declines access (children's personal
+ * data: we keep nothing the school no longer lets us hold). Every path with a `school_id=<id>`
+ * segment goes: `<table>/region=*\/school_id=<id>/...`, `_state/region=*\/school_id=<id>.json` and
+ * anything the pipeline keeps beside it, except the receiver's own records (directive, event log)
+ * and run manifests (history: loaders read them in order and the purge manifest tells them to
+ * drop the school's rows).
+ */
+const KEEP_PREFIXES = ['_state/_directives/', '_state/_webhooks/', '_manifests/'];
+
+export interface PurgeResult {
+  manifestPath: string;
+  manifest: Manifest;
+  removed: string[];
+}
+
+export function selectSchoolPaths(paths: string[], schoolId: string): { data: string[]; state: string[] } {
+  assertSafeId(schoolId);
+  const dirSeg = `school_id=${schoolId}`;
+  const fileSeg = `${dirSeg}.json`;
+  const data: string[] = [];
+  const state: string[] = [];
+  for (const p of paths) {
+    if (KEEP_PREFIXES.some((k) => p.startsWith(k))) continue;
+    const segs = p.split('/');
+    if (!segs.some((s, i) => s === dirSeg || (s === fileSeg && i === segs.length - 1))) continue;
+    (p.startsWith('_state/') ? state : data).push(p);
+  }
+  return { data, state };
+}
+
+export function regionOf(path: string): string {
+  return /(?:^|\/)region=([^/]+)\//.exec(path)?.[1] ?? 'unknown';
+}
+
+/** Sortable like run ids ('20261122T011558Z-...'), marked as a purge. */
+export function purgeRunId(now: Date): string {
+  const ts = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `${ts}-purge-${randomBytes(2).toString('hex')}`;
+}
+
+export async function purgeSchool(sink: Sink, schoolId: string, reason: string, now = new Date()): Promise<PurgeResult> {
+  const started = now.toISOString();
+  const { data, state } = selectSchoolPaths(await sink.list(''), schoolId);
+  // data first: a crash after this leaves the state, and the school is already deactivated, so
+  // no run reads it; a redelivered event finishes the purge
+  if (data.length) await sink.remove(data);
+  if (state.length) await sink.remove(state);
+
+  const byRegion = new Map<string, number>();
+  for (const p of [...data, ...state]) byRegion.set(regionOf(p), (byRegion.get(regionOf(p)) ?? 0) + 1);
+  if (byRegion.size === 0) byRegion.set('unknown', 0);
+
+  const runId = purgeRunId(now);
+  const manifest: Manifest = {
+    version: 1,
+    run_id: runId,
+    started_at: started,
+    finished_at: new Date().toISOString(),
+    // required by the shape; a purge writes no data files, so the value describes nothing
+    format: 'ndjson',
+    status: 'ok',
+    tasks: [],
+    deletions: [],
+    purged: [...byRegion].map(([region, files_removed]) => ({ school_id: schoolId, region, reason, files_removed })),
+  };
+  const manifestPath = `_manifests/${runId}.json`;
+  await sink.writeAtomic(manifestPath, JSON.stringify(manifest, null, 2) + '\n');
+  return { manifestPath, manifest, removed: [...data, ...state] };
+}
