@@ -1,0 +1,82 @@
+import { Pool } from 'undici';
+import type { Readable } from 'node:stream';
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
+}
+
+export interface RawRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  headers: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+}
+
+/** One keep-alive undici Pool per origin, so pages of the same domain reuse their connections. */
+export class Pools {
+  private readonly pools = new Map<string, Pool>();
+  constructor(private readonly connections: number) {}
+
+  private pool(origin: string): Pool {
+    let p = this.pools.get(origin);
+    if (p === undefined) {
+      p = new Pool(origin, { connections: this.connections, pipelining: 1 });
+      this.pools.set(origin, p);
+    }
+    return p;
+  }
+
+  async request(url: URL, req: RawRequest): Promise<RawResponse> {
+    const res = await this.pool(url.origin).request({
+      path: `${url.pathname}${url.search}`,
+      method: req.method,
+      headers: req.headers,
+      body: req.body,
+      signal: req.signal,
+    });
+    return { status: res.statusCode, headers: res.headers, body: res.body };
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(all.map((p) => p.close()));
+  }
+}
+
+export function header(res: RawResponse, name: string): string | undefined {
+  const v = res.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Reads at most `limit` bytes of an error body (for its message), then lets the socket go. */
+export async function readSmall(body: Readable, limit = 8192): Promise<string> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk as Buffer);
+      n += (chunk as Buffer).length;
+      if (n >= limit) break;
+    }
+  } catch {
+    // the status already says what happened; a broken error body adds nothing
+  } finally {
+    if (!body.destroyed) body.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+/** The message field of a JSON error body, else the text itself. */
+export function serverMessage(text: string): string {
+  try {
+    const j = JSON.parse(text) as { message?: unknown; error?: unknown; errors?: unknown };
+    const m = j.message ?? j.error ?? j.errors;
+    if (m !== undefined) return typeof m === 'string' ? m : JSON.stringify(m);
+  } catch {
+    // not JSON: use the text
+  }
+  return text;
+}
