@@ -1,0 +1,104 @@
+import type { ColumnType } from '../table.ts';
+import { duckdbDialect, sqlString } from './dialects.ts';
+import { ddlStatements, mergeStatements } from './merge-sql.ts';
+import { RUNS_TABLE, SNAPSHOTS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
+
+/**
+ * The DuckDB rendering: the statements loadIntoDuckDb runs. Staging one file is one INSERT ...
+ * BY NAME from DuckDB's own reader with the declared types, so a value that does not fit its
+ * column fails the load instead of turning into NULL.
+ */
+
+export type FileFormat = 'ndjson' | 'csv' | 'parquet';
+
+const d = duckdbDialect();
+
+export function formatOfPath(path: string): FileFormat | undefined {
+  if (/\.ndjson(\.gz)?$/.test(path)) return 'ndjson';
+  if (/\.csv(\.gz)?$/.test(path)) return 'csv';
+  if (path.endsWith('.parquet')) return 'parquet';
+  return undefined;
+}
+
+/**
+ * NDJSON: the reader takes the declared columns (absent keys are NULL; undeclared keys are not
+ * kept). JSON columns hold JSON text in every format, so they are read as text and parsed.
+ */
+export function stageNdjsonSql(t: TablePlan, absPath: string): string {
+  const readType = (type: ColumnType): string => (type === 'json' ? 'VARCHAR' : d.rawType(type));
+  const columns = t.columns.map((c) => `${sqlString(c.name)}: ${sqlString(readType(c.type))}`).join(', ');
+  const json = t.columns.filter((c) => c.type === 'json');
+  const select = json.length === 0 ? '*' : `* REPLACE (${json.map((c) => `${castTo(d.ident(c.name), c.type)} AS ${d.ident(c.name)}`).join(', ')})`;
+  return (
+    `INSERT INTO ${d.table(rawName(t.name))} BY NAME SELECT ${select} FROM read_json(${sqlString(absPath)}, ` +
+    `format = 'newline_delimited', hive_partitioning = false, columns = {${columns}})`
+  );
+}
+
+/** Describes the file's columns, for CSV and Parquet, whose column sets vary with the writer's options. */
+export function describeSql(format: 'csv' | 'parquet', absPath: string): string {
+  return `DESCRIBE SELECT * FROM ${reader(format, absPath)}`;
+}
+
+/** CSV (read as text) and Parquet: cast the declared columns the file has, by name. */
+export function stageByNameSql(t: TablePlan, format: 'csv' | 'parquet', absPath: string, present: Set<string>): string {
+  const cols = t.columns.filter((c) => present.has(c.name));
+  const select = cols.map((c) => `${castTo(d.ident(c.name), c.type)} AS ${d.ident(c.name)}`).join(', ');
+  return `INSERT INTO ${d.table(rawName(t.name))} BY NAME SELECT ${select} FROM ${reader(format, absPath)}`;
+}
+
+function castTo(expr: string, type: ColumnType): string {
+  return `CAST(${expr} AS ${d.rawType(type)})`;
+}
+
+function reader(format: 'csv' | 'parquet', absPath: string): string {
+  return format === 'csv'
+    ? `read_csv(${sqlString(absPath)}, header = true, all_varchar = true, allow_quoted_nulls = false, hive_partitioning = false)`
+    : `read_parquet(${sqlString(absPath)}, hive_partitioning = false)`;
+}
+
+export function recordRunSql(runId: string, manifestPath: string): string {
+  return `INSERT INTO ${d.table(RUNS_TABLE)} VALUES (${sqlString(runId)}, ${sqlString(manifestPath)}, now(), NULL)`;
+}
+
+/** Runs staged but not yet merged: a load interrupted between staging and merging still merges. */
+export const unmergedRunsSql = `SELECT count(*)::BIGINT AS n FROM ${d.table(RUNS_TABLE)} WHERE merged_at IS NULL`;
+export const markMergedSql = `UPDATE ${d.table(RUNS_TABLE)} SET merged_at = now() WHERE merged_at IS NULL`;
+
+export function recordSnapshotsSql(rows: { runId: string; schoolId: string; table: string }[]): string {
+  const values = rows.map((r) => `(${sqlString(r.runId)}, ${sqlString(r.schoolId)}, ${sqlString(r.table)})`).join(', ');
+  return `INSERT INTO ${d.table(SNAPSHOTS_TABLE)} VALUES ${values}`;
+}
+
+/** Columns added to a schema after the database was created are added to both tables. */
+export function addColumnsSql(t: TablePlan): string[] {
+  return t.columns.flatMap((c) =>
+    [rawName(t.name), t.name].map(
+      (tbl) => `ALTER TABLE ${d.table(tbl)} ADD COLUMN IF NOT EXISTS ${d.ident(c.name)} ${d.rawType(c.type)}`,
+    ),
+  );
+}
+
+export const duckdbDdl = (plan: Plan): string[] => ddlStatements(plan, d);
+export const duckdbMerges = (plan: Plan): string[] => mergeStatements(plan, d);
+
+/**
+ * A script for the DuckDB CLI: loads every file under each table's folder of a local export.
+ * It globs, so unlike loadIntoDuckDb it would load a file no manifest lists (left by a crash).
+ */
+export function renderDuckDb(plan: Plan, location: string, format: FileFormat): string {
+  const base = location.replace(/\/+$/, '');
+  const stage = plan.tables.map((t) => {
+    const glob = `${base}/${t.name}/*/*/*.${format === 'ndjson' ? 'ndjson*' : format}`;
+    if (format === 'ndjson') return stageNdjsonSql(t, glob);
+    const present = new Set(t.columns.map((c) => c.name).filter((n) => n !== '_extra'));
+    return stageByNameSql(t, format, glob, present);
+  });
+  return [
+    '-- DuckDB: stage every file, then merge into current-state tables.',
+    "SET TimeZone = 'UTC';",
+    ...duckdbDdl(plan).map((s) => `${s};`),
+    ...stage.map((s) => `${s};`),
+    ...duckdbMerges(plan).map((s) => `${s};`),
+  ].join('\n');
+}

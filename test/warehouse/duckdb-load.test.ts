@@ -1,0 +1,191 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Row } from '../../src/table.ts';
+import { loadIntoDuckDb } from '../../src/warehouse/duckdb-load.ts';
+import { dirSource, dump, SCHEMAS, writeRun, writeTableFile, meta, type Format } from './fixtures.ts';
+
+const R1 = '20240101T000000Z-0001';
+const R2 = '20240201T000000Z-0002';
+const R3 = '20240301T000000Z-0003';
+const R4 = '20240401T000000Z-0004';
+
+const ach = (id: string, points: number, updated: string, extra: Partial<Row> = {}): Row => ({
+  id,
+  points,
+  score: points / 2,
+  comment: `c${id}`,
+  parents_notified: points > 2,
+  details: JSON.stringify({ p: points }),
+  updated_at: `${updated}T00:00:00.000000Z`,
+  updated_at__timezone: 'Europe/London',
+  ...extra,
+});
+const stu = (achievement_id: string, id: string): Row => ({ achievement_id, id });
+const del = (id: string, deleted: string | null, restored: string | null = null): Row => ({
+  type: 'achievement',
+  id,
+  mis_id: `m${id}`,
+  deleted_at: deleted && `${deleted}T00:00:00.000000Z`,
+  deleted_at__timezone: deleted && 'UTC',
+  restored_at: restored && `${restored}T00:00:00.000000Z`,
+  restored_at__timezone: restored && 'UTC',
+  detected_by: 'api',
+  table: 'achievements',
+});
+
+const ACH_SQL = `SELECT _school_id, id, points, score, comment, parents_notified, details::VARCHAR AS details, updated_at::VARCHAR AS updated_at, _run_id FROM achievements ORDER BY _school_id, id`;
+const STU_SQL = `SELECT _school_id, achievement_id, id, _run_id FROM achievement_students ORDER BY ALL`;
+const ids = (rows: Record<string, unknown>[]): string[] => rows.map((r) => `${r._school_id}/${r.id}`);
+
+let dir: string;
+let dest: string;
+let db: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'wh-load-'));
+  dest = join(dir, 'export');
+  db = join(dir, 'wh.duckdb');
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Run 1 full, run 2 incremental: updates, a deletion, a new row, a child dropped. */
+async function writeFirstTwoRuns(format: Format): Promise<void> {
+  await writeRun(dest, R1, format, [
+    {
+      school: 'A1',
+      resource: 'achievements',
+      mode: 'full',
+      tables: {
+        achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 2, '2024-01-01'), ach('A12', 3, '2024-01-01')],
+        achievement_students: [stu('A10', 'A900'), stu('A10', 'A901'), stu('A11', 'A902')],
+      },
+    },
+    // Same ids at another school: rows are per school.
+    { school: 'A2', resource: 'achievements', mode: 'full', tables: { achievements: [ach('A10', 7, '2024-01-01')], achievement_students: [] } },
+    { school: 'A1', resource: 'school_meta', mode: 'full', tables: { school_meta: [{ online: true, approved: true }] } },
+    { school: 'A1', resource: 'school_permissions', mode: 'full', tables: { school_permissions: [{ identity: 'achievements.read', approved: true }, { identity: 'students.read', approved: true }] } },
+  ]);
+  await writeRun(dest, R2, format, [
+    {
+      school: 'A1',
+      resource: 'achievements',
+      mode: 'incremental',
+      tables: {
+        achievements: [ach('A10', 5, '2024-02-01', { comment: 'with, "quotes"\nand a newline', details: null }), ach('A13', 4, '2024-02-01', { comment: '' })],
+        achievement_students: [stu('A10', 'A900')], // A901 no longer attached to A10
+      },
+    },
+    { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [del('A11', '2024-02-02'), del('A12', '2024-02-02')] } },
+    { school: 'A1', resource: 'school_meta', mode: 'full', tables: { school_meta: [{ online: false, approved: true }] } },
+    // A failed task: even if its files were listed, they must not load.
+    { school: 'A2', resource: 'achievements', mode: 'incremental', status: 'failed', tables: { achievements: [ach('A10', 99, '2024-02-01')] } },
+  ]);
+}
+
+/** Run 3 restores A12; run 4 is a full snapshot without A13 (gone) and with a new A14. */
+async function writeLaterRuns(format: Format): Promise<void> {
+  await writeRun(dest, R3, format, [
+    { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [del('A12', '2024-02-02', '2024-03-01')] } },
+  ]);
+  await writeRun(dest, R4, format, [
+    {
+      school: 'A1',
+      resource: 'achievements',
+      mode: 'full',
+      tables: { achievements: [ach('A10', 5, '2024-02-01'), ach('A12', 3, '2024-01-01'), ach('A14', 1, '2024-03-15')], achievement_students: [stu('A10', 'A900'), stu('A14', 'A903')] },
+    },
+    { school: 'A1', resource: 'school_permissions', mode: 'full', tables: { school_permissions: [{ identity: 'achievements.read', approved: true }] } },
+  ]);
+}
+
+describe.each<Format>(['ndjson', 'csv', 'parquet'])('loadIntoDuckDb from %s files', (format) => {
+  it('builds current state across runs, applies only new runs, and is idempotent', async () => {
+    await writeFirstTwoRuns(format);
+    // A file a crash left behind: on disk, in no manifest.
+    const stray = join(dest, `achievements/region=uk/school_id=A1/20240115T000000Z-0009-0001.${format}`);
+    const strayRows = meta([ach('A66', 6, '2024-01-15')], 'A1', '20240115T000000Z-0009', '2024-01-15T00:00:00.000000Z');
+    await writeTableFile(stray, SCHEMAS[0], strayRows, format);
+
+    const sink = dirSource(dest, { local: true });
+    const first = await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    expect(first.appliedRuns).toEqual([R1, R2]);
+
+    const achRows = await dump(db, ACH_SQL);
+    // A11 deleted; A12 deleted; A10 updated at A1; A2's A10 untouched by A2's failed task; stray A66 absent.
+    expect(ids(achRows)).toEqual(['A1/A10', 'A1/A13', 'A2/A10']);
+    expect(achRows[0]).toMatchObject({ points: '5', score: 2.5, comment: 'with, "quotes"\nand a newline', details: null, updated_at: '2024-02-01 00:00:00+00', _run_id: R2 });
+    expect(achRows[1]).toMatchObject({ comment: '', parents_notified: true, details: '{"p":4}' });
+    expect(achRows[2]).toMatchObject({ points: '7', _run_id: R1 });
+    // Children follow their parent's current version: A901 went with A10's old version, A902 with deleted A11.
+    expect(await dump(db, STU_SQL)).toEqual([{ _school_id: 'A1', achievement_id: 'A10', id: 'A900', _run_id: R2 }]);
+    expect(await dump(db, 'SELECT _school_id, online FROM school_meta')).toEqual([{ _school_id: 'A1', online: false }]);
+    expect(first.tables).toMatchObject({ achievements: 3, achievement_students: 1, school_meta: 1, school_permissions: 2, deletions: 2 });
+
+    // Loading again changes nothing.
+    const before = await dump(db, ACH_SQL);
+    const again = await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    expect(again.appliedRuns).toEqual([]);
+    expect(await dump(db, ACH_SQL)).toEqual(before);
+    expect(await dump(db, 'SELECT count(*)::INT AS n FROM _raw_achievements')).toEqual([{ n: 6 }]);
+
+    // A later load applies only the new runs.
+    await writeLaterRuns(format);
+    const later = await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    expect(later.appliedRuns).toEqual([R3, R4]);
+    const after = await dump(db, ACH_SQL);
+    // A12 restored; A13 missing from the full snapshot (migration): gone; A14 new.
+    expect(ids(after)).toEqual(['A1/A10', 'A1/A12', 'A1/A14', 'A2/A10']);
+    expect(after.find((r) => r.id === 'A10')).toMatchObject({ _run_id: R4, points: '5' });
+    expect(await dump(db, STU_SQL)).toEqual([
+      { _school_id: 'A1', achievement_id: 'A10', id: 'A900', _run_id: R4 },
+      { _school_id: 'A1', achievement_id: 'A14', id: 'A903', _run_id: R4 },
+    ]);
+    expect(await dump(db, 'SELECT identity FROM school_permissions ORDER BY ALL')).toEqual([{ identity: 'achievements.read' }]);
+    expect(await dump(db, 'SELECT run_id FROM _school_export_runs WHERE merged_at IS NOT NULL ORDER BY ALL')).toEqual([R1, R2, R3, R4].map((run_id) => ({ run_id })));
+  });
+});
+
+describe('loadIntoDuckDb rules', () => {
+  it('keeps a row updated after its deletion and removes purged schools', async () => {
+    await writeRun(dest, R1, 'ndjson', [
+      { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 1, '2024-03-01'), ach('A11', 1, '2024-01-01')] } },
+      { school: 'A2', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 1, '2024-01-01')] } },
+      // A10 was deleted before its latest update: the update wins. A11: deleted after, gone.
+      { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [del('A10', '2024-02-01'), del('A11', '2024-02-01')] } },
+    ]);
+    await writeRun(dest, R2, 'ndjson', [], [{ school_id: 'A2', region: 'uk', reason: 'revoked', files_removed: 1 }]);
+    await loadIntoDuckDb({ sink: dirSource(dest, { local: true }), dbPath: db, tables: SCHEMAS });
+    expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10']);
+  });
+
+  it('applies runs committed late (a shard that finished after a later run was loaded)', async () => {
+    await writeRun(dest, R2, 'ndjson', [{ school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 2, '2024-02-01')] } }]);
+    const sink = dirSource(dest, { local: true });
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    await writeRun(dest, R1, 'ndjson', [{ school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 1, '2024-01-01')] } }]);
+    const r = await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    expect(r.appliedRuns).toEqual([R1]);
+    const rows = await dump(db, ACH_SQL);
+    expect(rows.map((x) => [x.id, x.points])).toEqual([['A10', '2'], ['A11', '1']]);
+  });
+
+  it('loads through a sink without local paths (S3) and refuses a file changed after commit', async () => {
+    await writeFirstTwoRuns('parquet');
+    const remote = dirSource(dest, { local: false });
+    const r = await loadIntoDuckDb({ sink: remote, dbPath: db, tables: SCHEMAS });
+    expect(r.appliedRuns).toEqual([R1, R2]);
+    expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A13', 'A2/A10']);
+
+    await writeLaterRuns('parquet');
+    // Overwrite a listed file of run 4 with other content: its checksum no longer matches.
+    const rel = `achievements/region=uk/school_id=A1/${R4}-0001.parquet`;
+    await writeTableFile(join(dest, rel), SCHEMAS[0], meta([ach('A66', 6, '2024-04-01')], 'A1', R4, '2024-04-01T00:00:00.000000Z'), 'parquet');
+    await expect(loadIntoDuckDb({ sink: remote, dbPath: db, tables: SCHEMAS })).rejects.toMatchObject({ code: 'E_STATE', message: expect.stringContaining('checksum') });
+    // Run 3 applied, run 4 rolled back as a whole.
+    expect(await dump(db, 'SELECT run_id FROM _school_export_runs ORDER BY ALL')).toEqual([R1, R2, R3].map((run_id) => ({ run_id })));
+    expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A12', 'A1/A13', 'A2/A10']);
+  });
+});

@@ -1,0 +1,154 @@
+import { DuckDBInstance } from '@duckdb/node-api';
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Manifest, ManifestTask } from '../../src/manifest/types.ts';
+import { EXTRA_COLUMN, META_COLUMNS, type ColumnDef, type Row, type TableSchema } from '../../src/table.ts';
+import type { WarehouseSource } from '../../src/warehouse/manifests.ts';
+
+/** Small hand-made schemas in the shape src/resources produces. */
+const col = (name: string, type: ColumnDef['type'], nullable = true): ColumnDef => ({ name, type, nullable });
+const ts = (name: string): ColumnDef[] => [col(name, 'timestamp'), col(`${name}__timezone`, 'string')];
+const withMeta = (name: string, cols: ColumnDef[], key: string[]): TableSchema => ({
+  name,
+  columns: [...cols, ...META_COLUMNS, EXTRA_COLUMN],
+  key,
+});
+
+export const SCHEMAS: TableSchema[] = [
+  withMeta('achievements', [col('id', 'string', false), col('points', 'integer'), col('score', 'double'), col('comment', 'string'), col('parents_notified', 'boolean'), col('details', 'json'), ...ts('updated_at')], ['id']),
+  withMeta('achievement_students', [col('achievement_id', 'string', false), col('id', 'string', false)], ['achievement_id', 'id']),
+  withMeta('school_meta', [col('online', 'boolean'), col('approved', 'boolean')], []),
+  withMeta('school_permissions', [col('identity', 'string', false), col('approved', 'boolean')], ['identity']),
+  withMeta('deletions', [col('type', 'string', false), col('id', 'string', false), col('mis_id', 'string'), ...ts('deleted_at'), ...ts('restored_at'), col('detected_by', 'string', false), col('table', 'string')], ['type', 'id']),
+];
+
+export type Format = 'ndjson' | 'csv' | 'parquet';
+export interface TaskSpec {
+  school: string;
+  resource: string;
+  mode: 'full' | 'incremental';
+  status?: ManifestTask['status'];
+  tables: Record<string, Row[]>;
+}
+
+const schemaOf = (name: string): TableSchema => {
+  const s = SCHEMAS.find((x) => x.name === name);
+  if (!s) throw new Error(`no schema ${name}`);
+  return s;
+};
+
+/** Adds the metadata columns every row carries. */
+export function meta(rows: Row[], school: string, runId: string, extractedAt: string): Row[] {
+  return rows.map((r) => ({ ...r, _school_id: school, _region: 'uk', _run_id: runId, _extracted_at: extractedAt }));
+}
+
+/** Writes the run's files in `format` and its manifest (written last, as the pipeline does). */
+export async function writeRun(dest: string, runId: string, format: Format, tasks: TaskSpec[], purged: Manifest['purged'] = []): Promise<void> {
+  const extractedAt = runIdToIso(runId);
+  const mtasks: ManifestTask[] = [];
+  for (const task of tasks) {
+    const files: ManifestTask['files'] = [];
+    const counts: Record<string, number> = {};
+    for (const [table, rows] of Object.entries(task.tables)) {
+      counts[table] = rows.length;
+      if (rows.length === 0) continue;
+      const rel = `${table}/region=uk/school_id=${task.school}/${runId}-${String(files.length + 1).padStart(4, '0')}.${format}`;
+      const bytes = await writeTableFile(join(dest, rel), schemaOf(table), meta(rows, task.school, runId, extractedAt), format);
+      files.push({ table, path: rel, rows: rows.length, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
+    }
+    const status = task.status ?? 'committed';
+    mtasks.push({ school_id: task.school, region: 'uk', resource: task.resource, status, mode: task.mode, files, rows: counts });
+  }
+  const manifest: Manifest = { version: 1, run_id: runId, started_at: extractedAt, finished_at: extractedAt, format, status: 'ok', tasks: mtasks, deletions: [], purged };
+  await mkdir(join(dest, '_manifests'), { recursive: true });
+  await writeFile(join(dest, '_manifests', `${runId}.json`), JSON.stringify(manifest, null, 2));
+}
+
+/** '20240201T000000Z-0002' -> '2024-02-01T00:00:00.000000Z' */
+export function runIdToIso(runId: string): string {
+  const m = /^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z/.exec(runId);
+  if (!m) throw new Error(`bad run id ${runId}`);
+  return `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.000000Z`;
+}
+
+export async function writeTableFile(path: string, schema: TableSchema, rows: Row[], format: Format): Promise<Buffer> {
+  await mkdir(dirname(path), { recursive: true });
+  const ndjson = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  if (format === 'ndjson') {
+    await writeFile(path, ndjson);
+  } else if (format === 'csv') {
+    await writeFile(path, toCsv(schema, rows));
+  } else {
+    await writeParquetWithDuckDb(path, schema, ndjson);
+  }
+  return readFile(path);
+}
+
+// The CSV writer's conventions (src/format/csv.ts): null is an empty field, '' is "".
+function toCsv(schema: TableSchema, rows: Row[]): string {
+  const cell = (v: unknown): string => {
+    if (v === null || v === undefined) return '';
+    const s = String(v);
+    return s === '' || /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  const names = schema.columns.map((c) => c.name);
+  return [names.join(','), ...rows.map((r) => names.map((n) => cell(r[n])).join(','))].join('\r\n') + '\r\n';
+}
+
+const DUCK_TYPES: Record<ColumnDef['type'], string> = { string: 'VARCHAR', integer: 'BIGINT', double: 'DOUBLE', boolean: 'BOOLEAN', timestamp: 'TIMESTAMPTZ', json: 'VARCHAR' };
+
+async function writeParquetWithDuckDb(path: string, schema: TableSchema, ndjson: string): Promise<void> {
+  const tmp = `${path}.tmp.ndjson`;
+  await writeFile(tmp, ndjson);
+  const db = await DuckDBInstance.create(':memory:');
+  const c = await db.connect();
+  try {
+    await c.run("SET TimeZone = 'UTC'");
+    const cols = schema.columns.map((x) => `'${x.name}': '${DUCK_TYPES[x.type]}'`).join(', ');
+    await c.run(`COPY (SELECT * FROM read_json('${tmp}', format = 'newline_delimited', columns = {${cols}})) TO '${path}' (FORMAT parquet)`);
+  } finally {
+    c.closeSync();
+    db.closeSync();
+    await rm(tmp, { force: true });
+  }
+}
+
+/** A destination directory seen through the Sink methods the loader uses. */
+export function dirSource(dest: string, opts: { local: boolean }): WarehouseSource {
+  const src: WarehouseSource = {
+    url: `file://${dest}`,
+    async read(rel) {
+      return readFile(join(dest, rel)).catch(() => undefined);
+    },
+    async list(prefix) {
+      const out: string[] = [];
+      const walk = async (rel: string): Promise<void> => {
+        const entries = await readdir(join(dest, rel), { withFileTypes: true }).catch(() => []);
+        for (const e of entries) {
+          const p = rel ? `${rel}/${e.name}` : e.name;
+          if (e.isDirectory()) await walk(p);
+          else if (p.startsWith(prefix)) out.push(p);
+        }
+      };
+      await walk('');
+      return out.sort();
+    },
+  };
+  if (opts.local) src.localPath = (rel) => join(dest, rel);
+  return src;
+}
+
+/** All rows of a table, sorted, with timestamps as ISO text: for comparing states. */
+export async function dump(dbPath: string, sql: string): Promise<Record<string, unknown>[]> {
+  const db = await DuckDBInstance.create(dbPath);
+  const c = await db.connect();
+  try {
+    await c.run("SET TimeZone = 'UTC'");
+    const r = await c.runAndReadAll(sql);
+    return r.getRowObjectsJson() as Record<string, unknown>[];
+  } finally {
+    c.closeSync();
+    db.closeSync();
+  }
+}
