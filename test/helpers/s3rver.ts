@@ -1,0 +1,196 @@
+/**
+ * A real S3-compatible store for tests: s3rver in a child process on 127.0.0.1, port 0.
+ *
+ * Why a child process: s3rver encrypts ListObjectsV2 continuation tokens with DES, which
+ * Node 20's OpenSSL 3 only allows with --openssl-legacy-provider; that flag must not leak
+ * into the vitest worker. The child is this same file, started with tsx and an env marker.
+ *
+ * s3rver 3.7 lacks two operations our sink relies on, so the child adds them in front of
+ * its router: ListMultipartUploads (GET /bucket?uploads) and AbortMultipartUpload
+ * (DELETE /bucket/key?uploadId=...), both over s3rver's own uploads directory. It also
+ * offers fault injection (UploadPart answers 500 from a given part number on) and request
+ * counters, driven over the IPC channel.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CHILD_MARKER = 'SCHOOL_EXPORT_S3RVER_CHILD';
+export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+
+export interface S3rverStats {
+  uploadParts: number;
+  putObjects: number;
+  abortedUploads: number;
+}
+
+export interface S3rverHandle {
+  endpoint: string;
+  bucket: string;
+  dir: string;
+  port: number;
+  /** Graceful stop; removes the data directory when this call created it. */
+  close(): Promise<void>;
+  /** SIGKILL the store (a crash); the data directory stays for a restart on the same port. */
+  kill(): Promise<void>;
+  /** From this part number on, every UploadPart answers 500 InternalError; null heals the store. */
+  failUploadPartsFrom(partNumber: number | null): Promise<void>;
+  stats(): Promise<S3rverStats>;
+}
+
+type Request = { op: 'fault'; from: number | null } | { op: 'stats' } | { op: 'close' };
+type ToChild = Request & { id: number };
+type FromChild = { ready: true; port: number } | { id: number; value?: unknown };
+
+export async function startS3rver(opts: { dir?: string; port?: number; bucket?: string } = {}): Promise<S3rverHandle> {
+  const ownsDir = opts.dir === undefined;
+  const dir = opts.dir ?? (await mkdtemp(path.join(tmpdir(), 's3rver-')));
+  const bucket = opts.bucket ?? 'test-bucket';
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
+    cwd: root,
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '--openssl-legacy-provider',
+      [CHILD_MARKER]: JSON.stringify({ dir, bucket, port: opts.port ?? 0 }),
+    },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  const port = await new Promise<number>((resolve, reject) => {
+    child.on('message', (m: FromChild) => {
+      if ('ready' in m) resolve(m.port);
+    });
+    child.once('exit', (code) => reject(new Error(`s3rver child exited (${code}) before listening: ${stderr}`)));
+  });
+
+  let nextId = 1;
+  const call = (msg: Request): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      if (child.exitCode !== null || child.signalCode !== null) return reject(new Error('s3rver child is not running'));
+      const id = nextId++;
+      const onMessage = (m: FromChild) => {
+        if ('id' in m && m.id === id) {
+          child.off('message', onMessage);
+          resolve(m.value);
+        }
+      };
+      child.on('message', onMessage);
+      child.send({ ...msg, id });
+    });
+
+  const stop = async (how: 'close' | 'kill') => {
+    if (child.exitCode === null && child.signalCode === null) {
+      if (how === 'close') await call({ op: 'close' }).catch(() => child.kill('SIGKILL'));
+      else child.kill('SIGKILL');
+    }
+    await exited;
+  };
+
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    bucket,
+    dir,
+    port,
+    close: async () => {
+      await stop('close');
+      if (ownsDir) await rm(dir, { recursive: true, force: true });
+    },
+    kill: () => stop('kill'),
+    failUploadPartsFrom: async (from) => void (await call({ op: 'fault', from })),
+    stats: async () => (await call({ op: 'stats' })) as S3rverStats,
+  };
+}
+
+/* ------------------------------------------------------------------ child process side */
+
+async function runChild(config: { dir: string; bucket: string; port: number }): Promise<void> {
+  const { createRequire } = await import('node:module');
+  const fs = await import('node:fs/promises');
+  const require = createRequire(import.meta.url);
+  const S3rver = require('s3rver');
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: config.port,
+    silent: true,
+    directory: config.dir,
+    configureBuckets: [{ name: config.bucket }],
+  });
+  const stats: S3rverStats = { uploadParts: 0, putObjects: 0, abortedUploads: 0 };
+  let failPartsFrom: number | null = null;
+  const uploadsDir = (bucket: string): string => server.store.getResourcePath(bucket, undefined, 'uploads');
+  const xmlEscape = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
+
+  // Koa composes middleware when the server starts listening, so unshift puts ours first.
+  server.middleware.unshift(async (ctx: any, next: () => Promise<void>) => {
+    const [bucket, ...keyParts] = ctx.path.slice(1).split('/');
+    const key = decodeURIComponent(keyParts.join('/'));
+    const q = ctx.query as Record<string, string | undefined>;
+    if (ctx.method === 'GET' && key === '' && 'uploads' in q) {
+      const ids = await fs.readdir(uploadsDir(bucket)).catch(() => [] as string[]);
+      const uploads = await Promise.all(
+        ids.map(async (id) => ({ id, key: await fs.readFile(path.join(uploadsDir(bucket), id, 'key'), 'utf8').catch(() => '') })),
+      );
+      ctx.type = 'application/xml';
+      ctx.body =
+        `<?xml version="1.0" encoding="UTF-8"?><ListMultipartUploadsResult><Bucket>${xmlEscape(bucket)}</Bucket>` +
+        `<IsTruncated>false</IsTruncated>` +
+        uploads.map((u) => `<Upload><Key>${xmlEscape(u.key)}</Key><UploadId>${u.id}</UploadId></Upload>`).join('') +
+        `</ListMultipartUploadsResult>`;
+      return;
+    }
+    if (ctx.method === 'DELETE' && key !== '' && q.uploadId) {
+      const target = path.join(uploadsDir(bucket), path.basename(q.uploadId));
+      const exists = await fs.stat(target).then(() => true, () => false);
+      if (!exists) {
+        ctx.status = 404;
+        ctx.type = 'application/xml';
+        ctx.body = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code><Message>no such upload</Message><Key>${xmlEscape(key)}</Key></Error>`;
+        return;
+      }
+      await fs.rm(target, { recursive: true, force: true });
+      stats.abortedUploads++;
+      ctx.status = 204;
+      return;
+    }
+    if (ctx.method === 'PUT' && q.uploadId && q.partNumber) {
+      stats.uploadParts++;
+      if (failPartsFrom !== null && Number(q.partNumber) >= failPartsFrom) {
+        // Read the body first so the client sees a clean 500 rather than a reset connection.
+        for await (const _ of ctx.req) void _;
+        ctx.status = 500;
+        ctx.type = 'application/xml';
+        ctx.body = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>injected fault</Message></Error>`;
+        return;
+      }
+    } else if (ctx.method === 'PUT' && key !== '') {
+      stats.putObjects++;
+    }
+    await next();
+  });
+
+  // A crashed test worker must not leave a store behind: the IPC channel closing ends the child.
+  process.on('disconnect', () => process.exit(0));
+  const address = await server.run();
+  process.on('message', async (m: ToChild) => {
+    if (m.op === 'fault') failPartsFrom = m.from;
+    if (m.op === 'close') await server.close();
+    process.send?.({ id: m.id, value: m.op === 'stats' ? { ...stats } : undefined }, () => {
+      if (m.op === 'close') process.exit(0);
+    });
+  });
+  process.send?.({ ready: true, port: address.port });
+}
+
+const childConfig = process.env[CHILD_MARKER];
+if (childConfig && process.send) {
+  runChild(JSON.parse(childConfig)).catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}
