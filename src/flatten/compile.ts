@@ -43,6 +43,7 @@ function fillNode(node: Node, obj: Record<string, unknown>, row: Row, drift: Set
   for (const k in obj) {
     const entry = node.children.get(k);
     const v = obj[k];
+    if (v === undefined) continue; // not JSON: only reachable from hand-built records
     if (entry === undefined) {
       if (skip !== undefined && skip.has(k)) continue;
       flattenGeneric(v, node.col === '' ? k : `${node.col}__${k}`, row, drift);

@@ -1,7 +1,7 @@
 import { f, TIMESTAMPS } from './fields.ts';
 import type { ResourceSpec } from './types.ts';
 
-/** GET /schools/{id}/achievements?include=students,employees (spec 2.7). */
+/** GET /schools/{id}/achievements (spec 2.7); includes are requested from `children`. */
 export const achievements: ResourceSpec = {
   name: 'achievements',
   path: '/schools/{school_id}/achievements',
@@ -9,7 +9,6 @@ export const achievements: ResourceSpec = {
   shape: 'list',
   paginated: true,
   incremental: true,
-  query: { include: 'students,employees' },
   fields: [
     f('id'),
     f('mis_id'),

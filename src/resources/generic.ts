@@ -47,7 +47,6 @@ export function genericResource(def: GenericResourceDef): ResourceSpec {
     shape: 'list',
     paginated: true,
     incremental,
-    query: def.include && def.include.length > 0 ? { include: def.include.join(',') } : undefined,
     fields,
     key,
     children: (def.include ?? []).map((inc) => ({

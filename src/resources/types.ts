@@ -42,6 +42,7 @@ export interface ResourceSpec {
   shape: 'list' | 'object';
   paginated: boolean;
   incremental: boolean;
+  /** Fixed extra query parameters. `include` is not here: it is built from `children`. */
   query?: Record<string, string>;
   fields: FieldSpec[];
   key: string[];
