@@ -1,0 +1,113 @@
+import type { ApiClient } from '../source/client.ts';
+import { ApiError, ExportError } from '../errors.ts';
+import { assertSafeId } from '../ids.ts';
+import type { AccessContact } from './contacts.ts';
+import { buildListQuery, SCHOOL_LISTS, type ListFilters, type SchoolListName } from './lists.ts';
+import { groupPermissions, summarizeAcl, type SchoolDetails } from './render.ts';
+
+/**
+ * Discovery and access calls (spec 4.2, 4.3). Lists and the school itself come from the default
+ * (discovery) domain; everything about one school goes to its region.domain, which the client
+ * refuses (E_DOMAIN_NOT_ALLOWED, nothing sent) unless it is configured.
+ */
+export async function* listSchools(client: ApiClient, list: SchoolListName, filters: ListFilters = {}, perPage = 100): AsyncGenerator<unknown> {
+  const query = buildListQuery(list, filters);
+  const path = SCHOOL_LISTS[list].path;
+  // the school lists document page/per_page only, so offset pagination (following next URLs)
+  for await (const batch of client.paginate(path, { query, mode: 'offset', perPage, ctx: { endpoint: path } })) {
+    yield* batch.rows;
+  }
+}
+
+/** An item URL answers the object itself; meta resources answer { data }. Accept either. */
+function unwrap(body: unknown): any {
+  if (body && typeof body === 'object' && 'data' in body && !('id' in body)) return (body as { data: unknown }).data;
+  return body;
+}
+
+export async function getSchool(client: ApiClient, id: string): Promise<Record<string, any>> {
+  assertSafeId(id);
+  const { body } = await client.getJson(`/schools/${id}`, { ctx: { school: id, endpoint: '/schools/{id}' } });
+  const school = unwrap(body);
+  if (!school || typeof school !== 'object' || school.id !== id) {
+    throw new ExportError('E_PROTOCOL', `GET /schools/${id} answered something other than school ${id}`);
+  }
+  return school;
+}
+
+export function domainOf(school: Record<string, any>): string | undefined {
+  const d = school.region?.domain;
+  return typeof d === 'string' && d ? d : undefined;
+}
+
+/** A 403 on one meta resource (the token lacks that scope) shows as "not available", not a failure. */
+async function optional<T>(p: Promise<T>, notes: string[], what: string): Promise<T | null> {
+  try {
+    return await p;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403) {
+      notes.push(`${what}: not available to this token (403)`);
+      return null;
+    }
+    throw e;
+  }
+}
+
+export async function showSchool(client: ApiClient, id: string, o: { withUserType?: boolean } = {}): Promise<SchoolDetails & { notes: string[] }> {
+  const school = await getSchool(client, id);
+  const domain = domainOf(school);
+  client.baseFor(domain); // refuses an unconfigured domain before any request to it
+  const ctx = { school: id };
+  const notes: string[] = [];
+  const [meta, perms, acl] = await Promise.all([
+    optional(client.getJson(`/meta/schools/${id}`, { domain, ctx: { ...ctx, endpoint: '/meta/schools/{id}' } }), notes, 'meta'),
+    optional(client.getJson(`/meta/schools/${id}/permissions`, { domain, ctx: { ...ctx, endpoint: '/meta/schools/{id}/permissions' } }), notes, 'permissions'),
+    optional(
+      client.getJson(`/meta/schools/${id}/acl`, {
+        domain,
+        query: { with_user_type: o.withUserType ? 'true' : undefined },
+        ctx: { ...ctx, endpoint: '/meta/schools/{id}/acl' },
+      }),
+      notes,
+      'acl',
+    ),
+  ]);
+  const permList = perms ? unwrap(perms.body) : [];
+  return {
+    school,
+    meta: meta ? (unwrap(meta.body) as Record<string, unknown>) : null,
+    permissions: groupPermissions(Array.isArray(permList) ? permList : []),
+    acl: acl ? summarizeAcl(unwrap(acl.body), Boolean(o.withUserType)) : null,
+    notes,
+  };
+}
+
+export interface AccessResult {
+  school_id: string;
+  success: boolean;
+  state: string;
+  message: string;
+}
+
+function accessResult(id: string, body: unknown): AccessResult {
+  const b = (unwrap(body) ?? {}) as Record<string, unknown>;
+  return {
+    school_id: id,
+    success: b.success === true,
+    state: typeof b.state === 'string' ? b.state : 'unknown',
+    message: typeof b.message === 'string' ? b.message : '',
+  };
+}
+
+/** The school is looked up first so the request goes to its own regional domain. */
+export async function requestAccess(client: ApiClient, id: string, contacts: AccessContact[]): Promise<AccessResult> {
+  const domain = domainOf(await getSchool(client, id));
+  const r = await client.send('POST', `/schools/${id}/request-access`, { domain, body: { contacts }, ctx: { school: id, endpoint: '/schools/{id}/request-access' } });
+  return accessResult(id, r.body);
+}
+
+export async function revokeAccess(client: ApiClient, id: string): Promise<AccessResult> {
+  const domain = domainOf(await getSchool(client, id));
+  const r = await client.send('DELETE', `/schools/${id}/revoke-access`, { domain, ctx: { school: id, endpoint: '/schools/{id}/revoke-access' } });
+  return accessResult(id, r.body);
+}
