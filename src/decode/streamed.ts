@@ -73,7 +73,7 @@ function* slices(buf: Buffer): Generator<Buffer> {
 export function decompressed(body: Readable | Buffer, gzip: boolean | undefined): Readable {
   const src = Buffer.isBuffer(body) ? Readable.from(slices(body), { objectMode: false }) : body;
   if (!gzip) return src;
-  const gunzip = createGunzip();
+  const gunzip = createGunzip({ chunkSize: 64 * 1024 });
   // pipeline carries a socket error from the body into the gunzip stream we iterate
   pipeline(src, gunzip, () => {});
   return gunzip;

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, ExportError } from '../errors.ts';
+import { ApiError, ConfigError, ExportError } from '../errors.ts';
 import { decodePage, gunzipBuffer, parseJson, readAll, type DecodedBatch, type PageMeta } from '../decode/index.ts';
 import { DomainTable } from './domains.ts';
 import { header, Pools, readSmall, serverMessage, type RawResponse } from './http.ts';
@@ -52,6 +52,9 @@ export class ApiClient {
   private latestDate: Date | undefined;
 
   constructor(opts: ClientOptions) {
+    if (typeof opts.token !== 'string' || opts.token === '' || /[\r\n]/.test(opts.token)) {
+      throw new ConfigError('no usable access token: set SCHOOL_API_TOKEN or pass --token-file');
+    }
     this.domains = new DomainTable(opts.apiUrl, opts.domains, opts.allowedHosts);
     this.pools = new Pools(opts.connectionsPerDomain ?? 8);
     this.policy = retryPolicy(opts.retry);
