@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   GetObjectCommand,
   HeadObjectCommand,
@@ -20,7 +21,7 @@ let raw: S3Client;
 let sink: Sink;
 const MiB = 1024 * 1024;
 
-const s3Options = () => ({ endpoint: store.endpoint, credentials: S3RVER_CREDENTIALS, partSizeBytes: 5 * MiB, queueSize: 2 });
+const s3Options = (s: S3rverHandle = store) => ({ endpoint: s.endpoint, credentials: S3RVER_CREDENTIALS, partSizeBytes: 5 * MiB, queueSize: 2 });
 
 beforeAll(async () => {
   store = await startS3rver();
@@ -120,6 +121,18 @@ describe('S3Sink against s3rver', () => {
     expect(await sink.list('aborted/')).toEqual([]);
   });
 
+  it('abort while the upload waits for more data still removes the stored parts', async () => {
+    // One part stored and the next reader waiting on an open body: lib-storage's upload.abort()
+    // alone would settle without ever sending AbortMultipartUpload here.
+    const before = await store.stats();
+    const file = await sink.openFile('aborted/RUN-0010.csv');
+    await writeChunks(file, 6, MiB);
+    while ((await store.stats()).uploadParts === before.uploadParts) await delay(10);
+    expect(await incompleteUploads()).toEqual(['exports/run1/aborted/RUN-0010.csv']);
+    await file.abort();
+    expect(await incompleteUploads()).toEqual([]);
+  });
+
   it('abort after the body ended still leaves nothing visible', async () => {
     const file = await sink.openFile('aborted/RUN-0005.csv');
     file.stream.end('small,file\n');
@@ -150,6 +163,23 @@ describe('S3Sink against s3rver', () => {
     expect(after.abortedUploads - before.abortedUploads).toBe(1);
     expect(await incompleteUploads()).toEqual([]);
     expect(await getObject('exports/run1/failed/RUN-0006.parquet')).toBeUndefined();
+  });
+
+  it('a caller destroying the stream (a failed pipeline) fails the upload and abort leaves no parts', async () => {
+    const file = await sink.openFile('failed/RUN-0007.csv');
+    await writeChunks(file, 12, MiB);
+    file.stream.destroy(new Error('formatter failed'));
+    await expect(file.commit()).rejects.toMatchObject({ code: 'E_SINK' });
+    await file.abort();
+    expect(await incompleteUploads()).toEqual([]);
+    expect(await getObject('exports/run1/failed/RUN-0007.csv')).toBeUndefined();
+  });
+
+  it('an empty file commits as an empty object', async () => {
+    const file = await sink.openFile('empty/RUN-0008.csv');
+    const result = await file.commit();
+    expect(result).toEqual({ bytes: 0, sha256: createHash('sha256').digest('hex') });
+    expect(await getObject('exports/run1/empty/RUN-0008.csv')).toEqual(Buffer.alloc(0));
   });
 
   it('writeAtomic / read round trip; read of an absent file is undefined', async () => {
@@ -225,5 +255,27 @@ describe('openSink (s3)', () => {
     );
     expect(err).toMatchObject({ code: 'E_CONFIG', message: expect.stringContaining('denied') });
     expect(err!.message).not.toContain('wrong-SECRET-123');
+  });
+});
+
+describe('S3Sink when the store dies mid-upload', () => {
+  it('commit rejects instead of hanging, and the writer is released', async () => {
+    const dying = await startS3rver();
+    const dyingSink = new S3Sink(dying.bucket, 'p', s3Options(dying));
+    try {
+      const file = await dyingSink.openFile('x/RUN-0009.parquet');
+      await writeChunks(file, 6, MiB); // the first part is on its way
+      await dying.kill();
+      const written = await writeChunks(file, 30, MiB).then(
+        () => 'all written',
+        () => 'write failed',
+      );
+      expect(written).toBe('write failed');
+      await expect(file.commit()).rejects.toMatchObject({ code: 'E_SINK', message: expect.stringContaining('x/RUN-0009.parquet') });
+      await file.abort();
+    } finally {
+      await dyingSink.close();
+      await dying.close();
+    }
   });
 });
