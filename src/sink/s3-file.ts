@@ -27,7 +27,9 @@ export interface S3FileTarget {
  * AbortMultipartUpload is only sent after the part readers return, and they never return if
  * the body is left open. Destroying the body makes every reader fail, lib-storage sends
  * AbortMultipartUpload (leavePartsOnError: false), and only then does done() reject, so
- * awaiting done() means the parts are gone.
+ * awaiting done() means the parts are gone. When the store is unreachable even for
+ * AbortMultipartUpload, the parts stay: buckets should carry a lifecycle rule
+ * (AbortIncompleteMultipartUpload after a day) for that case; loaders never see them anyway.
  */
 export function openS3File(t: S3FileTarget): SinkFile {
   const hash = createHash('sha256');

@@ -22,6 +22,8 @@ export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3R
 
 export interface S3rverStats {
   uploadParts: number;
+  /** Most UploadPart requests the store was serving at once: the uploader's memory is about this many parts. */
+  maxConcurrentParts: number;
   putObjects: number;
   abortedUploads: number;
 }
@@ -121,7 +123,8 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
     directory: config.dir,
     configureBuckets: [{ name: config.bucket }],
   });
-  const stats: S3rverStats = { uploadParts: 0, putObjects: 0, abortedUploads: 0 };
+  const stats: S3rverStats = { uploadParts: 0, maxConcurrentParts: 0, putObjects: 0, abortedUploads: 0 };
+  let partsInFlight = 0;
   let failPartsFrom: number | null = null;
   const uploadsDir = (bucket: string): string => server.store.getResourcePath(bucket, undefined, 'uploads');
   const xmlEscape = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -167,6 +170,12 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
         ctx.type = 'application/xml';
         ctx.body = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>injected fault</Message></Error>`;
         return;
+      }
+      stats.maxConcurrentParts = Math.max(stats.maxConcurrentParts, ++partsInFlight);
+      try {
+        return await next();
+      } finally {
+        partsInFlight--;
       }
     } else if (ctx.method === 'PUT' && key !== '') {
       stats.putObjects++;

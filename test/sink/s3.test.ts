@@ -96,6 +96,8 @@ describe('S3Sink against s3rver', () => {
     // 33 MiB in 5 MiB parts: 7 parts, each a separate UploadPart, never one big PutObject.
     expect(after.uploadParts - before.uploadParts).toBe(7);
     expect(after.putObjects - before.putObjects).toBe(0);
+    // queueSize 2: never more than two parts in flight, so memory stays a few parts whatever the size.
+    expect(after.maxConcurrentParts).toBeLessThanOrEqual(2);
     const out = await raw.send(new GetObjectCommand({ Bucket: store.bucket, Key: 'exports/run1/big/RUN-0002.parquet' }));
     const readBack = createHash('sha256');
     let length = 0;
