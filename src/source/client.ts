@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, ConfigError, ExportError } from '../errors.ts';
 import { decodePage, gunzipBuffer, parseJson, readAll, type DecodedBatch, type PageMeta } from '../decode/index.ts';
 import { DomainTable } from './domains.ts';
-import { header, Pools, readSmall, serverMessage, type RawResponse } from './http.ts';
+import { contentLength, dateOf, isGzip, Pools, readSmall, serverMessage, header, type RawResponse } from './http.ts';
+import { walkPages } from './prefetch.ts';
 import { PageLinks, type PaginationMode } from './pagination.ts';
 import { describeUrl, redactText, snippet } from './redact.ts';
 import { classifyFailure, parseRetryAfter, retryDelay, retryPolicy, type RetryPolicy } from './retry.ts';
@@ -155,49 +156,11 @@ export class ApiClient {
     const query: Query = { ...o.query, per_page: o.perPage ?? 1000 };
     if (mode === 'cursor') query.cursor = true;
     if (o.include && o.include.length > 0) query.include = o.include.join(',');
-    let url = this.url(path, o.domain, query);
+    const url = this.url(path, o.domain, query);
     const links = new PageLinks(url, where('GET', describeUrl(url), o.ctx));
-    let page = 1;
-    let current: { gen: AsyncGenerator<PageResult>; first: Promise<IteratorResult<PageResult>>; abort: AbortController } =
-      this.startPage(url, o.ctx);
-    let ahead: typeof current | undefined;
-    try {
-      for (;;) {
-        let next: URL | undefined;
-        let r = await current.first;
-        while (!r.done) {
-          const b = r.value;
-          if (b.last) {
-            next = links.next(b.meta?.pagination, url);
-            // fetch the next page while the consumer handles this one: one page ahead, no more
-            if (next) ahead = this.startPage(next, o.ctx);
-          }
-          yield { rows: b.rows, page, last: b.last, final: b.last && !next, bytes: b.bytes, meta: b.meta, serverDate: b.serverDate };
-          r = await current.gen.next();
-        }
-        if (!next || !ahead) return;
-        current = ahead;
-        ahead = undefined;
-        url = next;
-        page++;
-      }
-    } finally {
-      for (const p of [ahead, current]) {
-        if (!p) continue;
-        p.abort.abort();
-        await p.first.catch(() => undefined);
-        await p.gen.return(undefined).catch(() => undefined);
-      }
+    for await (const { batch: b, page, final } of walkPages(url, links, (u, signal) => this.pageWithRetries(u, o.ctx, signal))) {
+      yield { rows: b.rows, page, last: b.last, final, bytes: b.bytes, meta: b.meta, serverDate: b.serverDate };
     }
-  }
-
-  /** Starts a page (request and first batch) now; the caller awaits it when it needs it. */
-  private startPage(url: URL, ctx?: RequestContext) {
-    const abort = new AbortController();
-    const gen = this.pageWithRetries(url, ctx, abort.signal);
-    const first = gen.next();
-    first.catch(() => undefined); // awaited later; never an unhandled rejection meanwhile
-    return { gen, first, abort };
   }
 
   /** One page, retried as a whole; rows a cut-short attempt already yielded are skipped on the next. */
@@ -292,27 +255,6 @@ export class ApiClient {
     const d = dateOf(res);
     if (d) this.latestDate = d;
   }
-}
-
-function dateOf(res: RawResponse): Date | undefined {
-  const v = header(res, 'date');
-  if (v === undefined) return undefined;
-  const d = new Date(v);
-  return Number.isNaN(d.getTime()) ? undefined : d;
-}
-
-function contentLength(res: RawResponse): number | undefined {
-  const v = header(res, 'content-length');
-  const n = v === undefined ? NaN : Number(v);
-  return Number.isFinite(n) ? n : undefined;
-}
-
-function isGzip(res: RawResponse, at: string): boolean {
-  const enc = (header(res, 'content-encoding') ?? '').trim().toLowerCase();
-  if (enc === '' || enc === 'identity') return false;
-  if (enc === 'gzip' || enc === 'x-gzip') return true;
-  res.body.destroy();
-  throw new ExportError('E_PROTOCOL', `${at}: unsupported Content-Encoding ${JSON.stringify(enc.slice(0, 40))}`);
 }
 
 function safeParse(text: string): unknown {

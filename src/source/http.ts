@@ -1,5 +1,6 @@
 import { Pool } from 'undici';
 import type { Readable } from 'node:stream';
+import { ExportError } from '../errors.ts';
 
 export interface RawResponse {
   status: number;
@@ -79,4 +80,26 @@ export function serverMessage(text: string): string {
     // not JSON: use the text
   }
   return text;
+}
+
+export function dateOf(res: RawResponse): Date | undefined {
+  const v = header(res, 'date');
+  if (v === undefined) return undefined;
+  const d = new Date(v);
+  return Number.isNaN(d.getTime()) ? undefined : d;
+}
+
+export function contentLength(res: RawResponse): number | undefined {
+  const v = header(res, 'content-length');
+  const n = v === undefined ? NaN : Number(v);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/** gzip or identity; anything else we did not ask for and cannot read. */
+export function isGzip(res: RawResponse, at: string): boolean {
+  const enc = (header(res, 'content-encoding') ?? '').trim().toLowerCase();
+  if (enc === '' || enc === 'identity') return false;
+  if (enc === 'gzip' || enc === 'x-gzip') return true;
+  res.body.destroy();
+  throw new ExportError('E_PROTOCOL', `${at}: unsupported Content-Encoding ${JSON.stringify(enc.slice(0, 40))}`);
 }
