@@ -15,6 +15,8 @@ export interface Dialect {
   finalType(t: ColumnType): string;
   /** Expression turning a raw column into the final column (JSON text → VARIANT in Snowflake). */
   finalValue(expr: string, t: ColumnType): string;
+  /** Descending order with NULLs last (a row without updated_at is never "latest" by it). */
+  descNullsLast: string;
 }
 
 export const sqlString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
@@ -37,6 +39,7 @@ export function duckdbDialect(): Dialect {
     rawType: (t) => DUCKDB_TYPES[t],
     finalType: (t) => DUCKDB_TYPES[t],
     finalValue: (e) => e,
+    descNullsLast: 'DESC NULLS LAST',
   };
 }
 
@@ -59,6 +62,7 @@ export function bigqueryDialect(dataset: string): Dialect {
     rawType: (t) => BIGQUERY_TYPES[t],
     finalType: (t) => BIGQUERY_TYPES[t],
     finalValue: (e) => e,
+    descNullsLast: 'DESC', // BigQuery's default for DESC is NULLS LAST
   };
 }
 
@@ -92,5 +96,6 @@ export function snowflakeDialect(schema?: string): Dialect {
     rawType: (t) => (t === 'json' ? 'VARCHAR' : SNOWFLAKE_TYPES[t]),
     finalType: (t) => SNOWFLAKE_TYPES[t],
     finalValue: (e, t) => (t === 'json' ? `PARSE_JSON(${e})` : e),
+    descNullsLast: 'DESC NULLS LAST', // Snowflake puts NULLs first in DESC by default
   };
 }

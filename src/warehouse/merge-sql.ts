@@ -39,7 +39,7 @@ export function ddlStatements(plan: Plan, d: Dialect): string[] {
 }
 
 const orderBy = (t: TablePlan, d: Dialect, alias: string): string =>
-  t.versionOrder.map((c) => `${alias}.${d.ident(c)} DESC NULLS LAST`).join(', ');
+  t.versionOrder.map((c) => `${alias}.${d.ident(c)} ${d.descNullsLast}`).join(', ');
 
 const partitionBy = (t: TablePlan, d: Dialect, alias: string): string =>
   ['_school_id', ...t.key].map((c) => `${alias}.${d.ident(c)}`).join(', ');
@@ -115,12 +115,14 @@ export function mergeStatement(plan: Plan, t: TablePlan, d: Dialect): string {
   const c = (n: string): string => d.ident(n);
   const on = ['_school_id', ...t.key].map((k) => `tgt.${c(k)} IS NOT DISTINCT FROM src.${c(k)}`).join(' AND ');
   const cols = t.columns.map((col) => c(col.name));
+  const keyCols = new Set(['_school_id', ...t.key]);
+  const updated = t.columns.filter((col) => !keyCols.has(col.name)).map((col) => c(col.name));
   return [
     `MERGE INTO ${d.table(t.name)} AS tgt`,
     `USING (${mergeSource(plan, t, d)}) AS src`,
     `ON ${on}`,
     `WHEN MATCHED AND src.${c('_gone')} THEN DELETE`,
-    `WHEN MATCHED THEN UPDATE SET ${cols.map((n) => `${n} = src.${n}`).join(', ')}`,
+    `WHEN MATCHED THEN UPDATE SET ${updated.map((n) => `${n} = src.${n}`).join(', ')}`,
     `WHEN NOT MATCHED AND NOT src.${c('_gone')} THEN INSERT (${cols.join(', ')}) VALUES (${cols.map((n) => `src.${n}`).join(', ')})`,
   ].join('\n');
 }

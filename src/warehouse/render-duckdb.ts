@@ -83,10 +83,11 @@ export const duckdbDdl = (plan: Plan): string[] => ddlStatements(plan, d);
 export const duckdbMerges = (plan: Plan): string[] => mergeStatements(plan, d);
 
 /**
- * A script for the DuckDB CLI: loads every file under each table's folder of a local export.
- * It globs, so unlike loadIntoDuckDb it would load a file no manifest lists (left by a crash).
+ * Statements for the DuckDB CLI: loads every file under each table's folder of a local export.
+ * It globs, so unlike loadIntoDuckDb it would load a file no manifest lists (left by a crash),
+ * and it knows no full snapshots.
  */
-export function renderDuckDb(plan: Plan, location: string, format: FileFormat): string {
+export function renderDuckDb(plan: Plan, location: string, format: FileFormat): string[] {
   const base = location.replace(/\/+$/, '');
   const stage = plan.tables.map((t) => {
     const glob = `${base}/${t.name}/*/*/*.${format === 'ndjson' ? 'ndjson*' : format}`;
@@ -94,11 +95,5 @@ export function renderDuckDb(plan: Plan, location: string, format: FileFormat): 
     const present = new Set(t.columns.map((c) => c.name).filter((n) => n !== '_extra'));
     return stageByNameSql(t, format, glob, present);
   });
-  return [
-    '-- DuckDB: stage every file, then merge into current-state tables.',
-    "SET TimeZone = 'UTC';",
-    ...duckdbDdl(plan).map((s) => `${s};`),
-    ...stage.map((s) => `${s};`),
-    ...duckdbMerges(plan).map((s) => `${s};`),
-  ].join('\n');
+  return ["SET TimeZone = 'UTC'", ...duckdbDdl(plan), ...stage, ...duckdbMerges(plan), markMergedSql];
 }

@@ -1,0 +1,50 @@
+import type { Manifest, ManifestFile } from '../manifest/types.ts';
+import { sqlString, type Dialect } from './dialects.ts';
+import { manifestLoad } from './manifests.ts';
+import { RUNS_TABLE, SNAPSHOTS_TABLE, type Plan } from './plan.ts';
+
+/**
+ * What the generated warehouse SQL knows from the manifests it was rendered with: the exact
+ * files to load per table (never a glob that would pick up a file a crash left behind), the runs
+ * to record and the full snapshots that remove rows gone upstream.
+ */
+export interface RunRecords {
+  filesByTable: Map<string, ManifestFile[]>;
+  statements: string[];
+}
+
+export function runRecords(plan: Plan, manifests: readonly Manifest[], d: Dialect, now: string): RunRecords {
+  const known = plan.tables.map((t) => t.name);
+  const filesByTable = new Map<string, ManifestFile[]>(known.map((t) => [t, []]));
+  const runs: string[] = [];
+  const snaps: string[] = [];
+  const sorted = [...manifests].sort((a, b) => (a.run_id < b.run_id ? -1 : a.run_id > b.run_id ? 1 : 0));
+  for (const m of sorted) {
+    const load = manifestLoad(m, known);
+    for (const f of load.files) filesByTable.get(f.table)?.push(f);
+    runs.push(`(${sqlString(m.run_id)}, ${sqlString(`_manifests/${m.run_id}.json`)}, ${now}, NULL)`);
+    for (const s of load.snapshots) {
+      if (known.includes(s.table)) snaps.push(`(${sqlString(m.run_id)}, ${sqlString(s.schoolId)}, ${sqlString(s.table)})`);
+    }
+  }
+  const cols = (names: string[]): string => names.map((n) => d.ident(n)).join(', ');
+  const statements: string[] = [];
+  if (snaps.length > 0) {
+    statements.push(`INSERT INTO ${d.table(SNAPSHOTS_TABLE)} (${cols(['run_id', 'school_id', 'table_name'])}) VALUES ${snaps.join(', ')}`);
+  }
+  if (runs.length > 0) {
+    statements.push(`INSERT INTO ${d.table(RUNS_TABLE)} (${cols(['run_id', 'manifest', 'applied_at', 'merged_at'])}) VALUES ${runs.join(', ')}`);
+  }
+  return { filesByTable, statements };
+}
+
+export function markMerged(d: Dialect, now: string): string {
+  return `UPDATE ${d.table(RUNS_TABLE)} SET ${d.ident('merged_at')} = ${now} WHERE ${d.ident('merged_at')} IS NULL`;
+}
+
+/** Splits a list into chunks (warehouses cap the files one load statement may name). */
+export function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
