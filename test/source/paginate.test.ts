@@ -163,6 +163,28 @@ describe('pagination protocol errors', () => {
   });
 });
 
+describe('prefetch', () => {
+  it('requests the next page while the consumer still holds this one, and no further', async () => {
+    let onSecond!: () => void;
+    const secondAsked = new Promise<void>((r) => (onSecond = r));
+    const s = await server((req, res, n) => {
+      const at = Number(req.url.searchParams.get('cursor') === 'true' ? 0 : req.url.searchParams.get('cursor'));
+      json(res, 200, { data: rows(at, 2), meta: { pagination: { next: at < 6 ? `${s.url}/v1.0/schools?cursor=${at + 2}` : null, more: at < 6 } } });
+      if (n === 2) onSecond();
+    });
+    const got: string[] = [];
+    for await (const b of client(s.url).paginate('/schools', {})) {
+      if (b.page === 1) {
+        await secondAsked; // would never resolve without the prefetch
+        for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+        expect(s.requests).toHaveLength(2);
+      }
+      got.push(...b.rows.map((r) => (r as { id: string }).id));
+    }
+    expect(got).toEqual(rows(0, 8).map((r) => r.id));
+  });
+});
+
 describe('consumer stopping early', () => {
   it('closes cleanly with a page prefetched', async () => {
     const s = await server((req, res) => {

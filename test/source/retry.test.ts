@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { classifyFailure, parseRetryAfter, retryDelay, retryPolicy } from '../../src/source/retry.ts';
+import { describeUrl, redactText } from '../../src/source/redact.ts';
+
+describe('retry policy', () => {
+  const p = retryPolicy({ baseDelayMs: 100, maxDelayMs: 1000 });
+
+  it('defaults to 6 attempts, 250 ms base, 30 s cap', () => {
+    expect(retryPolicy()).toEqual({ maxAttempts: 6, baseDelayMs: 250, maxDelayMs: 30_000 });
+    expect(retryPolicy({ maxAttempts: undefined }).maxAttempts).toBe(6);
+  });
+
+  it('full jitter under a doubling ceiling capped at maxDelayMs', () => {
+    expect([1, 2, 3, 4, 5, 6].map((a) => retryDelay(a, p, undefined, () => 0.999999))).toEqual([99, 199, 399, 799, 999, 999]);
+    expect(retryDelay(3, p, undefined, () => 0)).toBe(0);
+  });
+
+  it('Retry-After wins, capped', () => {
+    expect(retryDelay(1, p, 400)).toBe(400);
+    expect(retryDelay(1, p, 60_000)).toBe(1000);
+  });
+
+  it('parses Retry-After as seconds or an HTTP date against the server clock', () => {
+    const server = new Date('2026-11-22T01:00:00Z');
+    expect(parseRetryAfter('3', server)).toBe(3000);
+    expect(parseRetryAfter('Sun, 22 Nov 2026 01:00:05 GMT', server)).toBe(5000);
+    expect(parseRetryAfter('Sun, 22 Nov 2026 00:59:00 GMT', server)).toBe(0);
+    expect(parseRetryAfter('soon', server)).toBeUndefined();
+    expect(parseRetryAfter(undefined, server)).toBeUndefined();
+  });
+
+  it('network errors are retriable, programming errors are not', () => {
+    expect(classifyFailure(Object.assign(new Error('x'), { code: 'ECONNRESET' })).retriable).toBe(true);
+    expect(classifyFailure(Object.assign(new Error('x'), { code: 'UND_ERR_SOCKET' })).retriable).toBe(true);
+    expect(classifyFailure(new TypeError('undefined is not a function')).retriable).toBe(false);
+  });
+});
+
+describe('redaction', () => {
+  it('masks credential-like query values and the token in any form', () => {
+    expect(describeUrl(new URL('http://h/v1.0/schools?per_page=5&api_key=abc&token=t1'))).toBe('/v1.0/schools?per_page=5&api_key=***&token=***');
+    const tok = 'abc.DEF-123';
+    const basic = Buffer.from(`${tok}:`).toString('base64');
+    const out = redactText(`got ${tok}; Authorization: Basic ${basic}; Bearer ${tok}`, tok);
+    expect(out).not.toContain(tok);
+    expect(out).not.toContain(basic);
+  });
+});
