@@ -126,6 +126,31 @@ describe('bodies cut short', () => {
     expect(retries(ev)[0].reason).toMatch(/gzip|ended early/);
   });
 
+  it('JSON that ends early (complete at the HTTP level) is retried', async () => {
+    const ev: ClientEvent[] = [];
+    const s = await server((_req, res, n) => {
+      if (n > 1) return json(res, 200, { data: rows(0, 4) });
+      const text = JSON.stringify({ data: rows(0, 4) }).slice(0, 40);
+      res.writeHead(200, { 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+    });
+    const b = await all(client(s.url, ev).paginate('/schools', {}));
+    expect(ids(b)).toEqual(['A0', 'A1', 'A2', 'A3']);
+    expect(retries(ev).map((e) => e.reason)).toEqual([expect.stringMatching(/ended early/)]);
+  });
+
+  it('a refused connection is retried, then reported with the last reason', async () => {
+    const gone = await startServer(() => undefined);
+    await gone.close(); // nothing listens on this port any more
+    const ev: ClientEvent[] = [];
+    const err = await client(gone.url, ev, { retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 } })
+      .getJson('/schools', { ctx: { school: 'A3', endpoint: 'schools' } })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'E_HTTP_RETRIES' });
+    expect((err as Error).message).toMatch(/^school A3, schools: GET \/v1\.0\/schools: gave up after 3 attempts; last: network error ECONNREFUSED/);
+    expect(retries(ev)).toHaveLength(2);
+  });
+
   it('gzip pages are decompressed', async () => {
     const s = await server((_req, res) => {
       const gz = gzipSync(JSON.stringify({ data: rows(0, 50) }));
