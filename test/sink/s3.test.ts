@@ -229,6 +229,43 @@ describe('S3Sink against s3rver', () => {
   });
 });
 
+describe('checksum mode', () => {
+  it('defaults to WHEN_REQUIRED with a custom endpoint, keeps the SDK default against AWS', async () => {
+    const custom = createS3Client({ endpoint: 'http://127.0.0.1:1' });
+    const aws = createS3Client({ region: 'eu-west-2' });
+    const forced = createS3Client({ endpoint: 'http://127.0.0.1:1', checksumWhenRequired: false });
+    try {
+      expect(await custom.config.requestChecksumCalculation()).toBe('WHEN_REQUIRED');
+      expect(await custom.config.responseChecksumValidation()).toBe('WHEN_REQUIRED');
+      expect(custom.config.forcePathStyle).toBe(true);
+      expect(await aws.config.requestChecksumCalculation()).toBe('WHEN_SUPPORTED');
+      expect(aws.config.forcePathStyle).toBe(false);
+      expect(await forced.config.requestChecksumCalculation()).toBe('WHEN_SUPPORTED');
+    } finally {
+      custom.destroy();
+      aws.destroy();
+      forced.destroy();
+    }
+  });
+
+  it('why: under the SDK default, s3rver stores a streamed PutObject with its aws-chunked framing', async () => {
+    const sdkDefault = createS3Client({ endpoint: store.endpoint, credentials: S3RVER_CREDENTIALS, checksumWhenRequired: false });
+    try {
+      const body = 'hello streamed\n';
+      const put = (client: S3Client, key: string) =>
+        client.send(
+          new PutObjectCommand({ Bucket: store.bucket, Key: key, Body: Readable.from([Buffer.from(body)]), ContentLength: body.length }),
+        );
+      await put(sdkDefault, 'checksum/default.txt');
+      await put(raw, 'checksum/when-required.txt');
+      expect((await getObject('checksum/default.txt'))?.toString()).toContain('x-amz-checksum-crc32');
+      expect((await getObject('checksum/when-required.txt'))?.toString()).toBe(body);
+    } finally {
+      sdkDefault.destroy();
+    }
+  });
+});
+
 describe('openSink (s3)', () => {
   it('reports a missing bucket or a bad destination as a ConfigError without credentials in the message', async () => {
     const opts = { s3: s3Options() };
