@@ -1,0 +1,106 @@
+/**
+ * The built-in imitation of the service (spec: /work/shared/spec/service-api.md), seeded and
+ * deterministic: one node:http listener per region, discovery and the /_control API on the
+ * default (uk) one. See docs/sandbox.md for every choice made where the spec is silent.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { controlHttp, createControl, type SandboxControl } from './control.ts';
+import { REGIONS } from './fixtures.ts';
+import { requestHandler, type Listener } from './router.ts';
+import { World } from './world.ts';
+
+export type { SandboxControl } from './control.ts';
+export type { FaultRule, FaultKind } from './faults.ts';
+export type { AccessState } from './fixtures.ts';
+export type { RequestLogEntry } from './world.ts';
+export type { WebhookDelivery } from './webhooks.ts';
+
+export interface SandboxOptions {
+  seed?: number;
+  schools?: number;
+  achievementsPerSchool?: number;
+  bigSchools?: Record<string, number>;
+  maxPerPage?: number;
+  updatedAfterZone?: 'UTC' | 'Europe/London';
+  webhookUrl?: string;
+  latencyMs?: number;
+  host?: string;
+  port?: number;
+}
+
+export interface SandboxRegion {
+  code: string;
+  domain: string;
+  url: string;
+}
+
+export interface Sandbox {
+  regions: SandboxRegion[];
+  url: string;
+  domains: Record<string, string>;
+  tokens: { full: string; limited: string };
+  control: SandboxControl;
+  close(): Promise<void>;
+}
+
+export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
+  const schools = opts.schools ?? 6;
+  if (!Number.isInteger(schools) || schools < 0 || schools > 8999) throw new Error('schools must be an integer from 0 to 8999');
+  const world = new World({
+    seed: opts.seed ?? 1,
+    schools,
+    achievementsPerSchool: opts.achievementsPerSchool ?? 120,
+    bigSchools: opts.bigSchools ?? {},
+    maxPerPage: opts.maxPerPage ?? 1000,
+    naiveZone: opts.updatedAfterZone ?? 'UTC',
+    latencyMs: opts.latencyMs ?? 0,
+    webhookUrl: opts.webhookUrl,
+  });
+  const control = createControl(world);
+  const onControl = controlHttp(world, control);
+  const host = opts.host ?? '127.0.0.1';
+  const servers: Server[] = [];
+  const regions: SandboxRegion[] = [];
+  try {
+    for (const [k, region] of REGIONS.entries()) {
+      let listener: Listener | undefined;
+      const server = createServer({ keepAliveTimeout: 5000 }, requestHandler(world, () => listener!, onControl));
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(opts.port ? opts.port + k : 0, host, () => resolve());
+      });
+      const port = (server.address() as AddressInfo).port;
+      const origin = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      listener = { region, origin, isDefault: k === 0 };
+      regions.push({ code: region.code, domain: region.domain, url: origin });
+    }
+  } catch (e) {
+    await Promise.all(servers.map((s) => closeServer(s)));
+    throw e;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    regions,
+    url: regions[0].url,
+    domains: Object.fromEntries(regions.map((r) => [r.domain, r.url])),
+    tokens: { full: world.fullToken, limited: world.limitedToken },
+    control,
+    close() {
+      closing ??= (async () => {
+        await world.webhooks.flush();
+        await Promise.all(servers.map((s) => closeServer(s)));
+      })();
+      return closing;
+    },
+  };
+}
+
+function closeServer(s: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!s.listening) return resolve();
+    s.close(() => resolve());
+    s.closeAllConnections();
+  });
+}

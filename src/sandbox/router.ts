@@ -1,0 +1,113 @@
+/**
+ * One request on one regional listener: log, faults, latency, auth, route, reply. Control API
+ * requests (/_control on the default listener) are handed over before logging, so the request
+ * log only shows what an exporter sent.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RegionDef } from './fixtures.ts';
+import type { FaultRule } from './faults.ts';
+import { HttpError, delay, sendError, sendJson, tokenOf } from './http-util.ts';
+import type { Ctx, Handler } from './route-kit.ts';
+import * as D from './routes-data.ts';
+import * as S from './routes-schools.ts';
+import type { RequestLogEntry, World } from './world.ts';
+
+const ID = '(A\\d+)';
+const ROUTES: [string, RegExp, Handler][] = [
+  ['GET', /^\/schools$/, S.schoolList('approved')],
+  ['GET', /^\/schools\/all$/, S.schoolList('all')],
+  ['GET', /^\/schools\/pending$/, S.schoolList('pending')],
+  ['GET', /^\/schools\/audited$/, S.schoolList('audited')],
+  ['GET', /^\/schools\/offline$/, S.schoolList('offline')],
+  ['GET', /^\/schools\/revoked$/, S.schoolList('revoked')],
+  ['GET', /^\/schools\/declined$/, S.schoolList('declined')],
+  ['GET', new RegExp(`^/schools/${ID}$`), S.oneSchool],
+  ['GET', new RegExp(`^/meta/schools/${ID}$`), S.schoolMeta],
+  ['GET', new RegExp(`^/meta/schools/${ID}/permissions$`), S.schoolPermissions],
+  ['GET', new RegExp(`^/meta/schools/${ID}/acl$`), S.schoolAcl],
+  ['POST', new RegExp(`^/schools/${ID}/request-access$`), S.requestAccess],
+  ['DELETE', new RegExp(`^/schools/${ID}/revoke-access$`), S.revokeAccess],
+  ['GET', new RegExp(`^/schools/${ID}/deletions$`), D.deletionsList],
+  ['GET', new RegExp(`^/schools/${ID}/achievements$`), D.achievementsList],
+  ['POST', new RegExp(`^/schools/${ID}/achievements$`), D.achievementCreate],
+  ['GET', new RegExp(`^/schools/${ID}/achievements/attributes$`), D.attributes.list],
+  ['GET', new RegExp(`^/schools/${ID}/achievements/([^/]+)$`), D.achievementItem],
+  ['PUT', new RegExp(`^/schools/${ID}/achievements/([^/]+)$`), D.achievementUpdate],
+  ['DELETE', new RegExp(`^/schools/${ID}/achievements/([^/]+)$`), D.achievementDelete],
+  ['GET', new RegExp(`^/schools/${ID}/assessment/aspects$`), D.aspects.list],
+  ['GET', new RegExp(`^/schools/${ID}/assessment/aspects/([^/]+)$`), D.aspects.item],
+  ['GET', new RegExp(`^/schools/${ID}/assessment/results$`), D.results.list],
+  ['GET', new RegExp(`^/schools/${ID}/assessment/results/([^/]+)$`), D.results.item],
+  ['GET', new RegExp(`^/schools/${ID}/assessment/resultsets$`), D.resultsets.list],
+  ['GET', new RegExp(`^/schools/${ID}/assessment/resultsets/([^/]+)$`), D.resultsets.item],
+];
+
+export interface Listener {
+  region: RegionDef;
+  origin: string; // http://127.0.0.1:PORT
+  isDefault: boolean;
+}
+
+export type ControlHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+
+export function requestHandler(world: World, listener: () => Listener, control: ControlHandler) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    handle(world, listener(), control, req, res).catch((e: unknown) => {
+      if (!res.headersSent) void sendError(req, res, new HttpError(500, 'sandbox error: ' + (e instanceof Error ? e.message : String(e))));
+      else res.destroy();
+    });
+  };
+}
+
+async function handle(world: World, l: Listener, control: ControlHandler, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', l.origin);
+  res.setHeader('date', world.now().toUTCString());
+  if (l.isDefault && (url.pathname === '/_control' || url.pathname.startsWith('/_control/'))) return control(req, res, url);
+  const entry: RequestLogEntry = {
+    method: req.method ?? 'GET', path: url.pathname + url.search, status: 0, region: l.region.code, host: req.headers.host, at: world.now().toISOString(),
+  };
+  world.log.push(entry);
+  res.on('finish', () => (entry.status = res.statusCode));
+
+  const fault = world.faults.take(entry.path, l.region.code);
+  if (fault?.kind === 'reset') {
+    req.socket.destroy();
+    return;
+  }
+  if (fault?.kind === 'slow') await delay(fault.delayMs ?? 1000);
+  if (fault && /^\d+$/.test(fault.kind)) return sendError(req, res, faultError(fault));
+  await delay(world.latencyMs);
+
+  try {
+    const token = tokenOf(req);
+    const info = token === null ? undefined : world.tokens.get(token);
+    if (!info) throw new HttpError(401, token === null ? 'missing access token (use Authorization: Bearer <token>)' : 'the access token is invalid');
+    if (!url.pathname.startsWith('/v1.0/')) throw new HttpError(404, 'no such route (paths start with /v1.0/)');
+    const path = url.pathname.slice('/v1.0'.length).replace(/\/+$/, '');
+    let methodMismatch = false;
+    for (const [method, re, handler] of ROUTES) {
+      const m = re.exec(path);
+      if (!m) continue;
+      if (method !== req.method) {
+        methodMismatch = true;
+        continue;
+      }
+      const ctx: Ctx = { world, region: l.region, isDefault: l.isDefault, url, req, res, token: info, scope: world.scopeOf(info) };
+      const reply = await handler(ctx, m.slice(1).map(decodeURIComponent));
+      return sendJson(req, res, reply.status ?? 200, reply.body, { truncateGzip: fault?.kind === 'truncated-gzip' });
+    }
+    throw methodMismatch ? new HttpError(405, `${req.method} is not allowed on ${url.pathname}`) : new HttpError(404, `no such route: ${url.pathname}`);
+  } catch (e) {
+    if (e instanceof HttpError) return sendError(req, res, e);
+    throw e;
+  }
+}
+
+function faultError(f: FaultRule): HttpError {
+  const status = Number(f.kind);
+  const headers: Record<string, string> = {};
+  if (f.retryAfter !== undefined) headers['retry-after'] = String(f.retryAfter);
+  const message = { 423: 'school inactive; try again later', 429: 'too many requests', 500: 'internal server error; try again later',
+    502: 'bad gateway', 503: 'temporarily offline for maintenance; try again later' }[status] ?? 'fault';
+  return new HttpError(status, `${message} (sandbox fault)`, undefined, headers);
+}

@@ -1,0 +1,289 @@
+/**
+ * One school's data: a lazy collection per resource, the deletion log, and the renderers that
+ * turn row i into the exact API object. Mutations go through here so every one gets a strictly
+ * advancing updated_at from the shared clock.
+ */
+import { LazyCollection } from './collection.ts';
+import { DeletionLog, type DeletionEntry } from './deletions.ts';
+import { rnd, streamSeed } from './hash.ts';
+import { KIND, makeId, parseId } from './record-ids.ts';
+import { EMPLOYEES_PER_SCHOOL, STUDENTS_PER_SCHOOL, renderEmployee, renderStudent, type PersonCtx } from './people.ts';
+import { ATTRIBUTES_PER_SCHOOL, achievementBase, attributeFields, type AchievementCtx } from './achievements.ts';
+import * as A from './assessment.ts';
+import type { Micros } from './time.ts';
+
+export const RESOURCES = [
+  'achievements', 'achievement_attributes', 'students', 'employees',
+  'assessment_aspects', 'assessment_resultsets', 'assessment_results',
+] as const;
+export type ResourceName = (typeof RESOURCES)[number];
+
+const ALIASES: Record<string, ResourceName> = {
+  attributes: 'achievement_attributes', aspects: 'assessment_aspects', results: 'assessment_results', resultsets: 'assessment_resultsets',
+};
+
+export function resourceName(name: string): ResourceName | null {
+  if ((RESOURCES as readonly string[]).includes(name)) return name as ResourceName;
+  return ALIASES[name] ?? null;
+}
+
+/** Deletion type recorded when a row of the resource is removed; assessment items and attributes have none. */
+const DELETION_TYPE: Partial<Record<ResourceName, string>> = { achievements: 'achievement', students: 'student', employees: 'employee' };
+
+/** Base timeline per resource: first updated_at, spacing, and a jitter below the spacing (so updated_at grows with i). */
+const TIMELINE: Record<ResourceName, { start: string; stepUs: number }> = {
+  achievements: { start: '2024-01-10T08:00:00Z', stepUs: 20_000_000 },
+  achievement_attributes: { start: '2023-09-01T07:00:00Z', stepUs: 86_400_000_000 },
+  students: { start: '2023-09-02T07:00:00Z', stepUs: 3_600_000_000 },
+  employees: { start: '2023-09-03T07:00:00Z', stepUs: 3_600_000_000 },
+  assessment_aspects: { start: '2024-02-01T09:00:00Z', stepUs: 86_400_000_000 },
+  assessment_resultsets: { start: '2024-02-15T09:00:00Z', stepUs: 86_400_000_000 },
+  assessment_results: { start: '2024-03-01T09:00:00Z', stepUs: 600_000_000 },
+};
+
+export interface Scope {
+  full: boolean;
+}
+
+export type Rec = Record<string, unknown>;
+
+const NO_INCLUDES: ReadonlySet<string> = new Set();
+
+export class SchoolData {
+  /** Migration generation: part of every id. Change it only through bumpGeneration(). */
+  gen = 0;
+  readonly cols: Record<ResourceName, LazyCollection>;
+  readonly deletions = new DeletionLog();
+  private readonly streams: Record<ResourceName, number>;
+  private readonly baseCreatedCache = new Map<ResourceName, (i: number) => Micros>();
+
+  constructor(
+    readonly seed: number,
+    readonly ord: number,
+    readonly zone: string,
+    achievements: number,
+    private readonly tick: () => Micros,
+  ) {
+    const counts: Record<ResourceName, number> = {
+      achievements, achievement_attributes: ATTRIBUTES_PER_SCHOOL, students: STUDENTS_PER_SCHOOL, employees: EMPLOYEES_PER_SCHOOL,
+      assessment_aspects: A.ASPECTS_PER_SCHOOL, assessment_resultsets: A.RESULTSETS_PER_SCHOOL, assessment_results: A.RESULTS_PER_SCHOOL,
+    };
+    const streams = {} as Record<ResourceName, number>;
+    const cols = {} as Record<ResourceName, LazyCollection>;
+    for (const r of RESOURCES) {
+      const stream = streamSeed(seed, ord, KIND[r]);
+      streams[r] = stream;
+      const t0 = Date.parse(TIMELINE[r].start) * 1000 + ord * 3_600_000_000;
+      const step = TIMELINE[r].stepUs;
+      cols[r] = new LazyCollection(counts[r], (i) => t0 + i * step + (rnd(stream, i, 99) % (step - 1)));
+      this.baseCreatedCache.set(r, (i) => cols[r].baseUpdated(i) - (rnd(stream, i, 98) % 2_592_000_000_000));
+    }
+    this.streams = streams;
+    this.cols = cols;
+    this.seedDeletions();
+  }
+
+  id(r: ResourceName, i: number): string {
+    return makeId(this.gen, this.ord, KIND[r], i);
+  }
+
+  /** Row index of an id of this school, generation and resource, if it names a live row. */
+  indexOf(r: ResourceName, id: string): number | null {
+    const p = parseId(id);
+    if (!p || p.gen !== this.gen || p.ord !== this.ord || p.kind !== KIND[r]) return null;
+    return this.cols[r].exists(p.i) ? p.i : null;
+  }
+
+  /** Like indexOf, but also finds removed rows (for restore). */
+  anyIndexOf(r: ResourceName, id: string): number | null {
+    const p = parseId(id);
+    if (!p || p.gen !== this.gen || p.ord !== this.ord || p.kind !== KIND[r]) return null;
+    return this.cols[r].exists(p.i) || this.cols[r].isDeleted(p.i) ? p.i : null;
+  }
+
+  created(r: ResourceName, i: number): Micros {
+    return this.cols[r].entry(i)?.created ?? this.baseCreatedCache.get(r)!(i);
+  }
+
+  updated(r: ResourceName, i: number): Micros {
+    return this.cols[r].updatedOf(i);
+  }
+
+  private personCtx: Partial<Record<'students' | 'employees', PersonCtx>> = {};
+
+  private person(r: 'students' | 'employees'): PersonCtx {
+    return (this.personCtx[r] ??= { stream: this.streams[r], zone: this.zone, id: (i) => this.id(r, i), updated: (i) => this.updated(r, i), created: (i) => this.created(r, i) });
+  }
+
+  achievementCtx(): AchievementCtx {
+    const r = 'achievements';
+    return {
+      stream: this.streams[r], zone: this.zone, id: (i) => this.id(r, i), updated: (i) => this.updated(r, i), created: (i) => this.created(r, i),
+      studentCount: STUDENTS_PER_SCHOOL, employeeCount: EMPLOYEES_PER_SCHOOL,
+    };
+  }
+
+  /** Related row indexes of an achievement (students/employees), overlay first. */
+  achievementLinks(i: number, ctx = this.achievementCtx()): { students: number[]; employees: number[] } {
+    const o = this.cols.achievements.entry(i)?.links;
+    const base = o?.students && o?.employees ? null : achievementBase(ctx, i);
+    return { students: o?.students ?? base!.students, employees: o?.employees ?? base!.employees };
+  }
+
+  /** The API object of row i. `includes` names the includes to embed as { data: [...] }. */
+  render(r: ResourceName, i: number, includes: ReadonlySet<string>, scope: Scope, ctx?: AchievementCtx): Rec {
+    const patch = this.cols[r].entry(i)?.patch;
+    let out: Rec;
+    if (r === 'achievements') {
+      const b = achievementBase(ctx ?? this.achievementCtx(), i);
+      out = b.fields;
+      if (patch) for (const k in patch) out[k] = patch[k];
+      if (!scope.full) out.comment = null;
+      if (includes.size === 0) return out;
+      const links = this.cols.achievements.entry(i)?.links;
+      if (includes.has('students')) out.students = { data: this.people('students', links?.students ?? b.students) };
+      if (includes.has('employees')) out.employees = { data: this.people('employees', links?.employees ?? b.employees) };
+      return out;
+    }
+    const created = this.created(r, i);
+    const updated = this.updated(r, i);
+    const head: Rec = { id: this.id(r, i) };
+    switch (r) {
+      case 'students':
+        out = renderStudent(this.person(r), i);
+        return patch ? { ...out, ...patch } : out;
+      case 'employees':
+        out = renderEmployee(this.person(r), i);
+        return patch ? { ...out, ...patch } : out;
+      case 'achievement_attributes':
+        return { ...head, ...attributeFields(i, created, updated, this.zone), ...patch };
+      case 'assessment_aspects':
+        out = { ...head, ...A.aspectFields(this.assess(), i, created, updated), ...patch };
+        if (includes.has('templates')) out.templates = { data: this.templates() };
+        if (includes.has('results')) out.results = { data: this.resultsWhere((l) => l.aspect === i, scope) };
+        return out;
+      case 'assessment_resultsets':
+        out = { ...head, ...A.resultsetFields(this.assess(), i, created, updated), ...patch };
+        if (includes.has('templates')) out.templates = { data: this.templates() };
+        if (includes.has('results')) out.results = { data: this.resultsWhere((l) => l.resultset === i, scope) };
+        return out;
+      case 'assessment_results': {
+        const l = A.resultLinks(this.assess(), i, STUDENTS_PER_SCHOOL);
+        const f = A.resultFields(this.assess(), i, created, updated);
+        out = { ...head, mis_id: f.mis_id, result: f.result, grade_value: f.grade_value, student: this.id('students', l.student),
+          aspect: this.id('assessment_aspects', l.aspect), resultset: this.id('assessment_resultsets', l.resultset),
+          collection_date: f.collection_date, result_date: f.result_date, created_at: f.created_at, updated_at: f.updated_at, ...patch };
+        if (includes.has('student')) out.student = { data: this.people('students', [l.student]) };
+        if (includes.has('aspect')) out.aspect = { data: this.live('assessment_aspects', [l.aspect], scope) };
+        if (includes.has('resultset')) out.resultset = { data: this.live('assessment_resultsets', [l.resultset], scope) };
+        return out;
+      }
+    }
+  }
+
+  private assess(): A.AssessCtx {
+    return { stream: this.streams.assessment_results, zone: this.zone };
+  }
+
+  /** Embedded people are shared by many rows: cached until their resource or the generation changes. */
+  private peopleCache = { students: new Map<number, Rec>(), employees: new Map<number, Rec>() };
+
+  private people(r: 'students' | 'employees', idx: number[]): Rec[] {
+    const cache = this.peopleCache[r];
+    const out: Rec[] = [];
+    for (const i of idx) {
+      let rec = cache.get(i);
+      if (rec === undefined) {
+        if (!this.cols[r].exists(i)) continue;
+        rec = this.render(r, i, NO_INCLUDES, { full: true });
+        cache.set(i, rec);
+      }
+      out.push(rec);
+    }
+    return out;
+  }
+
+  private changed(r: ResourceName): void {
+    if (r === 'students' || r === 'employees') this.peopleCache[r].clear();
+  }
+
+  /** A completed migration: every id of the school changes. */
+  bumpGeneration(): void {
+    this.gen++;
+    this.peopleCache.students.clear();
+    this.peopleCache.employees.clear();
+  }
+
+  private live(r: ResourceName, idx: number[], scope: Scope): Rec[] {
+    const out: Rec[] = [];
+    for (const i of idx) if (this.cols[r].exists(i)) out.push(this.render(r, i, NO_INCLUDES, scope));
+    return out;
+  }
+
+  private templates(): Rec[] {
+    const out: Rec[] = [];
+    for (let k = 0; k < A.TEMPLATES_PER_SCHOOL; k++) out.push(A.templateOf(makeId(this.gen, this.ord, KIND.templates, k), k));
+    return out;
+  }
+
+  private resultsWhere(pred: (l: A.ResultLinks) => boolean, scope: Scope): Rec[] {
+    const out: Rec[] = [];
+    for (const i of this.cols.assessment_results.view({}).keysAfter(-1)) {
+      if (pred(A.resultLinks(this.assess(), i, STUDENTS_PER_SCHOOL))) out.push(this.render('assessment_results', i, new Set(), scope));
+    }
+    return out;
+  }
+
+  // --- mutations -------------------------------------------------------------------------
+
+  update(r: ResourceName, i: number, patch: Rec = {}, links?: Record<string, number[]>): void {
+    const clean = { ...patch };
+    delete clean.id;
+    delete clean.updated_at;
+    this.cols[r].touch(i, { updated: this.tick(), patch: clean, ...(links ? { links } : {}) });
+    this.changed(r);
+  }
+
+  /** Removes row i; returns the deletion record it produced (top-level types only). */
+  remove(r: ResourceName, i: number): DeletionEntry | null {
+    const now = this.tick();
+    const type = DELETION_TYPE[r];
+    const rec = type ? this.render(r, i, new Set(), { full: true }) : null;
+    this.cols[r].touch(i, { updated: now, deleted: true });
+    this.changed(r);
+    if (!type || !rec) return null;
+    return this.deletions.add({ type, id: String(rec.id), mis_id: String(rec.mis_id), deleted: now, ref: { resource: r, i } });
+  }
+
+  /**
+   * Brings row i back with a fresh updated_at. Its deletion record gets restored_at, which the
+   * API shows only for the types of spec 2.6 (so an achievement's record looks unchanged).
+   */
+  restore(r: ResourceName, i: number): DeletionEntry | null {
+    const now = this.tick();
+    this.cols[r].touch(i, { updated: now, deleted: false });
+    this.changed(r);
+    const entry = this.deletions.latestFor(r, i);
+    if (entry) entry.restored = now;
+    return entry ?? null;
+  }
+
+  add(r: ResourceName, links?: Record<string, number[]>, patch?: Rec): number {
+    const i = this.cols[r].add(this.tick());
+    this.changed(r);
+    if (links || patch) this.cols[r].touch(i, { updated: this.updated(r, i), ...(links ? { links } : {}), ...(patch ? { patch } : {}) });
+    return i;
+  }
+
+  private seedDeletions(): void {
+    const types = ['student', 'contact', 'class', 'lesson', 'achievement', 'employee', 'group', 'room', 'student_leaver', 'behaviour'];
+    const t0 = Date.parse('2024-02-01T10:00:00Z') * 1000 + this.ord * 60_000_000;
+    types.forEach((type, k) => {
+      const deleted = t0 + k * 5 * 86_400_000_000 + (k === 3 ? 123_456 : 0);
+      const id = type === 'student' ? this.id('students', 1000 + k) : makeId(0, this.ord, KIND.other, k);
+      const e = this.deletions.add({ type, id, mis_id: `DEL-${k}`, deleted });
+      // Restored records, including one whose type does not show restored_at.
+      if (k % 3 === 0) e.restored = deleted + 2 * 86_400_000_000;
+    });
+  }
+}
