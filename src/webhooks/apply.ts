@@ -87,7 +87,8 @@ async function applySchoolEvent(sink: Sink, e: SchoolEvent, id: string, now: Dat
     case 'accessRevoked':
     case 'accessDeclined': {
       const reason = e.payload_type === 'accessRevoked' ? e.revoke_reason : e.decline_reason;
-      d.deactivated = { reason, at, event: `${e.payload_type}:${id}` };
+      // runs print `event` when they skip the school: the type, and enough of the id to find its record
+      d.deactivated = { reason, at, event: `${e.payload_type} ${id.slice(0, 12)}` };
       out.actions.push('deactivated');
       // the school's token no longer grants anything; a credential we cannot use is not kept
       if (d.token_file || opts.tokenDir) {

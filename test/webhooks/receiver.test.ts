@@ -138,6 +138,16 @@ describe('webhook receiver: payloads acted on', () => {
     expect(rec.received_at).toHaveLength(3); // first approval, rotated token, approval after the revocation
   });
 
+  it('concurrent redeliveries of one event apply it once', async () => {
+    await start();
+    const answers = await Promise.all(Array.from({ length: 5 }, () => send(approved())));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(answers.filter((a) => a.json.ok)).toHaveLength(1);
+    expect(answers.filter((a) => a.json.duplicate)).toHaveLength(4);
+    expect((await readDirective(sink, 'A1001'))!.force_full_seq).toBe(1);
+    expect((await events())[0]!.received_at).toHaveLength(1);
+  });
+
   it('accessDeclined with purge: removes the school files and state, keeps others, writes the purge manifest', async () => {
     await start({ purgeOnRevoke: true });
     const mine = [
@@ -171,7 +181,7 @@ describe('webhook receiver: payloads acted on', () => {
     const r = await send({ payload_type: 'accessRevoked', school_id: 'A5', ...ident, revoke_reason: 'r' });
     expect(r.status).toBe(200);
     expect(await sink.list('achievements/')).toEqual(['achievements/region=uk/school_id=A5/x.parquet']);
-    expect((await readDirective(sink, 'A5'))!.deactivated).toMatchObject({ reason: 'r', event: expect.stringMatching(/^accessRevoked:[0-9a-f]{64}$/) });
+    expect((await readDirective(sink, 'A5'))!.deactivated).toMatchObject({ reason: 'r', event: expect.stringMatching(/^accessRevoked [0-9a-f]{12}$/) });
   });
 
   it('schoolMigration: scheduled is recorded only, completed forces a full refresh', async () => {
