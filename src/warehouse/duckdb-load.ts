@@ -7,6 +7,7 @@ import { manifestLoad, pendingManifests, readManifest, type WarehouseSource } fr
 import { buildPlan, RUNS_TABLE, type Plan, type TablePlan } from './plan.ts';
 import {
   addColumnsSql,
+  compactSql,
   describeSql,
   duckdbDdl,
   duckdbMerges,
@@ -27,6 +28,8 @@ export interface LoadOptions {
   onProgress?: (msg: string) => void;
   /** Check each file against its manifest's sha256 before loading it (default true). */
   verifyChecksums?: boolean;
+  /** Keep every staged row version instead of compacting _raw_ tables after the merge (default false). */
+  keepHistory?: boolean;
 }
 
 export interface LoadResult {
@@ -73,6 +76,7 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
     if (Number(unmerged?.n ?? 0) > 0) {
       await inTransaction(conn, async () => {
         for (const s of duckdbMerges(plan)) await conn.run(s);
+        if (!opts.keepHistory) for (const s of compactSql(plan)) await conn.run(s);
         await conn.run(markMergedSql);
       });
       progress(`merged ${Number(unmerged?.n)} run(s) into ${plan.tables.length} table(s)`);

@@ -97,3 +97,37 @@ export function renderDuckDb(plan: Plan, location: string, format: FileFormat): 
   });
   return ["SET TimeZone = 'UTC'", ...duckdbDdl(plan), ...stage, ...duckdbMerges(plan), markMergedSql];
 }
+
+/**
+ * Keeps the staged history bounded: per key, only the rows the merge can still pick (the latest
+ * version, and the rows of the last run that saw the key, which decide snapshot removal), child
+ * rows staged with a kept parent row, and the latest snapshot per (school, table). The merge
+ * over the compacted history gives the same result as over the full history, also when a run
+ * committed earlier is applied late. Deletion records are small and kept whole.
+ */
+export function compactSql(plan: Plan): string[] {
+  const out: string[] = [];
+  const c = d.ident;
+  for (const t of plan.tables) {
+    if (t.parent || t === plan.deletions) continue;
+    const part = ['_school_id', ...t.key].map((k) => c(k)).join(', ');
+    const order = t.versionOrder.map((k) => `${c(k)} DESC NULLS LAST`).join(', ');
+    out.push(
+      `DELETE FROM ${d.table(rawName(t.name))} WHERE rowid IN (SELECT rid FROM (SELECT rowid AS rid, ${c('_run_id')}, ` +
+        `ROW_NUMBER() OVER (PARTITION BY ${part} ORDER BY ${order}) AS rn, MAX(${c('_run_id')}) OVER (PARTITION BY ${part}) AS last_run ` +
+        `FROM ${d.table(rawName(t.name))}) WHERE rn > 1 AND ${c('_run_id')} <> last_run)`,
+    );
+  }
+  for (const t of plan.tables) {
+    if (!t.parent) continue;
+    out.push(
+      `DELETE FROM ${d.table(rawName(t.name))} AS r WHERE NOT EXISTS (SELECT 1 FROM ${d.table(rawName(t.parent.table))} AS p ` +
+        `WHERE p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(t.parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')})`,
+    );
+  }
+  out.push(
+    `DELETE FROM ${d.table(SNAPSHOTS_TABLE)} AS s WHERE s.${c('run_id')} < (SELECT MAX(x.${c('run_id')}) FROM ${d.table(SNAPSHOTS_TABLE)} AS x ` +
+      `WHERE x.${c('school_id')} = s.${c('school_id')} AND x.${c('table_name')} = s.${c('table_name')})`,
+  );
+  return out;
+}

@@ -129,7 +129,8 @@ describe.each<Format>(['ndjson', 'csv', 'parquet'])('loadIntoDuckDb from %s file
     const again = await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
     expect(again.appliedRuns).toEqual([]);
     expect(await dump(db, ACH_SQL)).toEqual(before);
-    expect(await dump(db, 'SELECT count(*)::INT AS n FROM _raw_achievements')).toEqual([{ n: 6 }]);
+    // Staged history is compacted: A1/A10's superseded run-1 version is dropped (6 rows staged).
+    expect(await dump(db, 'SELECT count(*)::INT AS n FROM _raw_achievements')).toEqual([{ n: 5 }]);
 
     // A later load applies only the new runs.
     await writeLaterRuns(format);
@@ -159,6 +160,35 @@ describe('loadIntoDuckDb rules', () => {
     await writeRun(dest, R2, 'ndjson', [], [{ school_id: 'A2', region: 'uk', reason: 'revoked', files_removed: 1 }]);
     await loadIntoDuckDb({ sink: dirSource(dest, { local: true }), dbPath: db, tables: SCHEMAS });
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10']);
+  });
+
+  it('gives the same tables with compacted and with full staged history', async () => {
+    const sink = dirSource(dest, { local: true });
+    const full = join(dir, 'full.duckdb');
+    const all = async (path: string) => ({
+      ach: await dump(path, ACH_SQL),
+      stu: await dump(path, STU_SQL),
+      perms: await dump(path, 'SELECT _school_id, identity, _run_id FROM school_permissions ORDER BY ALL'),
+      dels: await dump(path, 'SELECT _school_id, type, id, restored_at::VARCHAR AS r FROM deletions ORDER BY ALL'),
+    });
+    await writeFirstTwoRuns('ndjson');
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    await loadIntoDuckDb({ sink, dbPath: full, tables: SCHEMAS, keepHistory: true });
+    expect(await all(db)).toEqual(await all(full));
+    await writeLaterRuns('ndjson');
+    // And a run committed late, older than everything applied, re-sending A13 and A11 stale.
+    await writeRun(dest, '20231201T000000Z-0000', 'ndjson', [
+      { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A13', 9, '2023-12-01'), ach('A11', 9, '2023-12-01')], achievement_students: [stu('A13', 'A950')] } },
+    ]);
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    await loadIntoDuckDb({ sink, dbPath: full, tables: SCHEMAS, keepHistory: true });
+    const compacted = await all(db);
+    expect(compacted).toEqual(await all(full));
+    expect(ids(compacted.ach)).toEqual(['A1/A10', 'A1/A12', 'A1/A14', 'A2/A10']);
+    const rawCount = async (path: string) => (await dump(path, 'SELECT (SELECT count(*) FROM _raw_achievements)::INT AS a, (SELECT count(*) FROM _raw_achievement_students)::INT AS s'))[0];
+    // Per key: the latest version and the last run's row; children of kept parent rows only.
+    expect(await rawCount(db)).toEqual({ a: 6, s: 3 });
+    expect(await rawCount(full)).toEqual({ a: 11, s: 7 });
   });
 
   it('applies runs committed late (a shard that finished after a later run was loaded)', async () => {
