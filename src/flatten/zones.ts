@@ -5,6 +5,7 @@
  */
 
 const DAY = 86_400_000;
+const HOUR = 3_600_000;
 
 interface YearTable {
   start: number; // UTC ms of the table's first instant
@@ -19,6 +20,8 @@ interface Zone {
   fixed: number;
   years: Map<number, YearTable>;
   last: YearTable | null; // most rows of a page fall in one year: skip the map lookup
+  /** local hour -> offset, only for hours more than a day away from any transition */
+  hours: Map<number, number>;
 }
 
 const zones = new Map<string, Zone | null>();
@@ -30,10 +33,10 @@ function zoneOf(name: string): Zone | null {
   z = null;
   const m = FIXED_RE.exec(name);
   if (name === 'UTC' || name === 'Z' || name === 'Etc/UTC' || name === 'GMT') {
-    z = { fmt: null, fixed: 0, years: new Map(), last: null };
+    z = { fmt: null, fixed: 0, years: new Map(), last: null, hours: new Map() };
   } else if (m) {
     const ms = (Number(m[2]) * 60 + Number(m[3])) * 60_000;
-    z = { fmt: null, fixed: m[1] === '-' ? -ms : ms, years: new Map(), last: null };
+    z = { fmt: null, fixed: m[1] === '-' ? -ms : ms, years: new Map(), last: null, hours: new Map() };
   } else {
     try {
       const fmt = new Intl.DateTimeFormat('en-US', {
@@ -47,7 +50,7 @@ function zoneOf(name: string): Zone | null {
         second: 'numeric',
         era: 'short',
       });
-      z = { fmt, fixed: 0, years: new Map(), last: null };
+      z = { fmt, fixed: 0, years: new Map(), last: null, hours: new Map() };
     } catch {
       z = null; // unknown zone name: the caller keeps the raw value instead of guessing
     }
@@ -134,11 +137,20 @@ export function localToUtc(local: number, name: string): number | undefined {
   const z = zoneOf(name);
   if (!z) return undefined;
   if (!z.fmt) return local - z.fixed;
+  const hour = Math.floor(local / HOUR);
+  const known = z.hours.get(hour);
+  if (known !== undefined) return local - known;
   const before = offsetAt(z, local - DAY);
   const after = offsetAt(z, local + DAY);
   const tBefore = local - before;
   const okBefore = offsetAt(z, tBefore) === before;
-  if (before === after) return okBefore ? tBefore : local - offsetAt(z, tBefore);
+  if (before === after && okBefore) {
+    // No transition within a day of this hour: every local time in it has this offset.
+    if (z.hours.size >= 200_000) z.hours.clear();
+    z.hours.set(hour, before);
+    return tBefore;
+  }
+  if (before === after) return local - offsetAt(z, tBefore);
   const tAfter = local - after;
   const okAfter = offsetAt(z, tAfter) === after;
   if (okBefore && okAfter) return Math.min(tBefore, tAfter); // fold: first occurrence

@@ -2,8 +2,9 @@ import type { Writable } from 'node:stream';
 import parquet from 'parquetjs-lite';
 import type { ParquetFieldOptions, ParquetWriter } from 'parquetjs-lite';
 import { ExportError } from '../errors.ts';
-import type { ColumnType, Row, Scalar, TableSchema } from '../table.ts';
+import { EXTRA_COLUMN, type ColumnType, type Row, type Scalar, type TableSchema } from '../table.ts';
 import { declaredColumns, extraJson, sinkError } from './io.ts';
+import { flushRowGroup, newColumns, type ColumnBuffer } from './parquet-columns.ts';
 import type { Format, FormatWriter } from './types.ts';
 
 /**
@@ -28,11 +29,28 @@ const ISO_RE = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?Z$/;
 
 /** '2024-03-31T00:30:00.123456Z' -> 1711845000123456n (microseconds since the epoch, UTC). */
 export function isoToMicros(s: string): bigint {
+  // Fast path for the one shape the flattener writes: 'YYYY-MM-DDTHH:MM:SS.ffffffZ'.
+  if (s.length === 27 && s.charCodeAt(10) === 84 /* T */ && s.charCodeAt(19) === 46 /* . */ && s.charCodeAt(26) === 90 /* Z */) {
+    const ms = Date.UTC(digits(s, 0, 4), digits(s, 5, 7) - 1, digits(s, 8, 10), digits(s, 11, 13), digits(s, 14, 16), digits(s, 17, 19));
+    const us = digits(s, 20, 26);
+    if (ms === ms && us >= 0 && Math.abs(ms) < 8.64e15 / 1000) return BigInt(ms * 1000 + us); // exact below 2^53
+  }
   const m = ISO_RE.exec(s);
   const ms = m ? Date.parse(m[1] + 'Z') : NaN;
   if (!m || Number.isNaN(ms)) throw new ExportError('E_SINK', `not an ISO 8601 UTC timestamp: ${JSON.stringify(s).slice(0, 40)}`);
   const frac = m[2] ? Number((m[2] + '00000').slice(0, 6)) : 0;
   return BigInt(ms) * 1000n + BigInt(frac);
+}
+
+/** Decimal value of s[from, to) when every char is a digit, else NaN. */
+function digits(s: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return NaN;
+    n = n * 10 + c;
+  }
+  return n;
 }
 
 function parquetValue(v: Scalar | undefined, type: ColumnType, col: string): unknown {
@@ -59,6 +77,12 @@ function parquetValue(v: Scalar | undefined, type: ColumnType, col: string): unk
   }
 }
 
+// parquetjs-lite compares strings in UTF-16 order, not the byte order readers assume for
+// min/max pruning: no statistics on text rather than wrong ones.
+function hasStatistics(t: ColumnType): boolean {
+  return t !== 'string' && t !== 'json';
+}
+
 export function parquetSchema(schema: TableSchema): InstanceType<typeof parquet.ParquetSchema> {
   const fields: Record<string, ParquetFieldOptions> = {};
   for (const c of schema.columns) {
@@ -66,9 +90,7 @@ export function parquetSchema(schema: TableSchema): InstanceType<typeof parquet.
       type: PARQUET_TYPE[c.type],
       optional: true,
       compression: 'SNAPPY',
-      // parquetjs-lite compares strings in UTF-16 order, not the byte order readers assume for
-      // min/max pruning: no statistics on text rather than wrong ones.
-      statistics: c.type !== 'string' && c.type !== 'json',
+      statistics: hasStatistics(c.type),
     };
   }
   return new parquet.ParquetSchema(fields);
@@ -78,15 +100,24 @@ class ParquetFormatWriter implements FormatWriter {
   rowsWritten = 0;
   private writer: ParquetWriter | null = null;
   private readonly opening: Promise<ParquetWriter>;
-  private readonly cols: { name: string; type: ColumnType }[];
+  private readonly types: ColumnType[];
+  private readonly names: string[];
+  private readonly withStats: boolean[];
   private readonly isDeclared: Set<string>;
   private readonly hasExtra: boolean;
+  private cols: ColumnBuffer[];
+  private buffered = 0;
 
-  constructor(schema: TableSchema, out: Writable, rowGroupRows: number) {
+  constructor(schema: TableSchema, out: Writable, private readonly rowGroupRows: number) {
     const { columns, isDeclared } = declaredColumns(schema);
-    this.cols = columns.map((c) => ({ name: c.name, type: c.type }));
+    this.names = columns.map((c) => c.name);
+    this.types = columns.map((c) => c.type);
     this.isDeclared = isDeclared;
     this.hasExtra = columns.length !== schema.columns.length;
+    const all = this.hasExtra ? [...this.names, EXTRA_COLUMN.name] : this.names;
+    const allTypes: ColumnType[] = this.hasExtra ? [...this.types, 'json'] : this.types;
+    this.withStats = allTypes.map(hasStatistics);
+    this.cols = newColumns(all, this.withStats);
     this.opening = parquet.ParquetWriter.openStream(parquetSchema(schema), out, {
       rowGroupSize: rowGroupRows,
       useDataPageV2: false,
@@ -105,24 +136,50 @@ class ParquetFormatWriter implements FormatWriter {
 
   async write(rows: Row[]): Promise<void> {
     const w = await this.open();
-    const cols = this.cols;
+    const { names, types } = this;
     for (const row of rows) {
-      const rec: Record<string, unknown> = {};
-      for (let i = 0; i < cols.length; i++) rec[cols[i].name] = parquetValue(row[cols[i].name], cols[i].type, cols[i].name);
-      if (this.hasExtra) rec._extra = extraJson(row, this.isDeclared);
-      try {
-        await w.appendRow(rec);
-      } catch (e) {
-        throw e instanceof ExportError ? e : sinkError('parquet encoding failed', e);
+      const cols = this.cols;
+      for (let i = 0; i < names.length; i++) {
+        const v = parquetValue(row[names[i]], types[i], names[i]);
+        const c = cols[i];
+        if (v === null) c.dlevels.push(0);
+        else {
+          c.dlevels.push(1);
+          c.values.push(v);
+          if (c.distinct !== null) c.distinct.add(v);
+        }
+      }
+      if (this.hasExtra) {
+        const extra = extraJson(row, this.isDeclared);
+        const c = cols[names.length];
+        if (extra === null) c.dlevels.push(0);
+        else {
+          c.dlevels.push(1);
+          c.values.push(extra);
+        }
       }
       this.rowsWritten++;
+      if (++this.buffered >= this.rowGroupRows) await this.flush(w);
+    }
+  }
+
+  private async flush(w: ParquetWriter): Promise<void> {
+    const cols = this.cols;
+    const n = this.buffered;
+    this.cols = newColumns(cols.map((c) => c.name), this.withStats);
+    this.buffered = 0;
+    try {
+      await flushRowGroup(w, cols, n);
+    } catch (e) {
+      throw e instanceof ExportError ? e : sinkError('parquet encoding failed', e);
     }
   }
 
   async finish(): Promise<void> {
     const w = await this.open();
+    await this.flush(w);
     try {
-      await w.close(); // writes the last row group and the footer, then ends `out`
+      await w.close(); // writes the footer, then ends `out`
     } catch (e) {
       throw sinkError('parquet close failed', e);
     }
