@@ -117,7 +117,7 @@ export class LazyCollection {
           const base = top > lo ? top - lo - (lowerBound(touched, top) - lowerBound(touched, lo)) : 0;
           return base + lowerBound(extra, x);
         };
-        let a = lo;
+        let a = extra.length ? Math.min(lo, extra[0]) : lo;
         let z = Math.max(hi, extra.length ? extra[extra.length - 1] + 1 : 0);
         if (count(z) < offset) return Number.MAX_SAFE_INTEGER;
         while (a < z) {
