@@ -52,6 +52,7 @@ async function print(r: AccessResult, json: boolean | undefined, io: CliIo): Pro
 export async function accessRequest(a: RequestArgs, io: AccessIo = stdio(), client?: ApiClient): Promise<AccessResult> {
   const id = assertSafeId(a.id);
   const contacts = buildContacts(a.contact ?? [], a.phone ?? [], a.notes ?? []);
+  if (!contacts.length) io.err.write('note: no --contact given; naming a contact at the school may speed approval\n');
   const c = client ?? clientFromArgs(a);
   try {
     const r = await requestAccess(c, id, contacts);
