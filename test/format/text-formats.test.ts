@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { formatByName } from '../../src/format/index.ts';
+import { formatByName, ndjsonSerializer } from '../../src/format/index.ts';
 import { ExportError } from '../../src/errors.ts';
 import type { Row } from '../../src/table.ts';
 import { collector, fixtureTable } from './helpers.ts';
@@ -37,6 +37,20 @@ describe('ndjson', () => {
     expect(parsed).toEqual(rows);
     const declared = schema.columns.map((c) => c.name).filter((n) => n !== '_extra');
     for (const p of parsed) expect(Object.keys(p).slice(0, declared.length)).toEqual(declared);
+  });
+
+  it('rows built in another key order are still written in schema order, drift last', () => {
+    const { schema, rows } = fixtureTable('achievements');
+    const line = ndjsonSerializer(schema);
+    const declared = new Set(schema.columns.map((c) => c.name));
+    const entries = Object.entries(rows[1]);
+    const reversed = Object.fromEntries([
+      ...entries.filter(([k]) => declared.has(k)).reverse(),
+      ...entries.filter(([k]) => !declared.has(k)),
+    ]) as Row;
+    expect(Object.keys(reversed)[0]).toBe('_extracted_at');
+    expect(line(reversed)).toBe(line(rows[1]));
+    expect(Object.keys(JSON.parse(line(reversed))).slice(-3)).toEqual(['house', 'points_breakdown', 'total_points__raw']);
   });
 
   it('gzip: readable with gunzip, bytesWritten counts compressed bytes, extension ndjson.gz', async () => {
