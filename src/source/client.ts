@@ -207,7 +207,8 @@ export class ApiClient {
   }
 
   private async failure(res: RawResponse, at: string, retriable?: (s: number) => boolean): Promise<ApiError> {
-    const text = await readSmall(res.body);
+    const enc = (header(res, 'content-encoding') ?? '').toLowerCase();
+    const text = await readSmall(res.body, enc.includes('gzip'));
     const retryAfter = parseRetryAfter(header(res, 'retry-after'), dateOf(res));
     return statusError(res.status, at, snippet(serverMessage(text), this.token), retryAfter, retriable);
   }

@@ -1,5 +1,6 @@
 import { Pool } from 'undici';
 import type { Readable } from 'node:stream';
+import { constants, gunzipSync } from 'node:zlib';
 import { ExportError } from '../errors.ts';
 
 export interface RawResponse {
@@ -53,7 +54,7 @@ export function header(res: RawResponse, name: string): string | undefined {
 }
 
 /** Reads at most `limit` bytes of an error body (for its message), then lets the socket go. */
-export async function readSmall(body: Readable, limit = 8192): Promise<string> {
+export async function readSmall(body: Readable, gzip: boolean, limit = 8192): Promise<string> {
   const chunks: Buffer[] = [];
   let n = 0;
   try {
@@ -67,19 +68,31 @@ export async function readSmall(body: Readable, limit = 8192): Promise<string> {
   } finally {
     if (!body.destroyed) body.destroy();
   }
-  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+  let raw = Buffer.concat(chunks).subarray(0, limit);
+  if (gzip) {
+    try {
+      // sync flush: a cut-off error body still yields what it has
+      raw = gunzipSync(raw, { finishFlush: constants.Z_SYNC_FLUSH }).subarray(0, limit);
+    } catch {
+      return '';
+    }
+  }
+  return raw.toString('utf8');
 }
 
-/** The message field of a JSON error body, else the text itself. */
+/** The message of a JSON error body ({message}, {error: {message}}, {error}), else the text itself. */
 export function serverMessage(text: string): string {
+  let j: unknown;
   try {
-    const j = JSON.parse(text) as { message?: unknown; error?: unknown; errors?: unknown };
-    const m = j.message ?? j.error ?? j.errors;
-    if (m !== undefined) return typeof m === 'string' ? m : JSON.stringify(m);
+    j = JSON.parse(text);
   } catch {
-    // not JSON: use the text
+    return text; // not JSON: use the text
   }
-  return text;
+  const o = (j ?? {}) as { message?: unknown; error?: unknown; errors?: unknown };
+  const inner = o.error as { message?: unknown } | undefined;
+  const m = o.message ?? (typeof inner === 'object' && inner !== null && inner.message !== undefined ? inner.message : o.error) ?? o.errors;
+  if (m === undefined) return text;
+  return typeof m === 'string' ? m : JSON.stringify(m);
 }
 
 export function dateOf(res: RawResponse): Date | undefined {

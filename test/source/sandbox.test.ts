@@ -78,6 +78,38 @@ describe('against the sandbox', () => {
     expect(events.filter((e) => e.type === 'retry')).toHaveLength(7);
   });
 
+  it('streamed pages cut mid-body by the sandbox are fetched again without repeating rows', async () => {
+    // a sandbox of its own with 5,000-row pages, so each page streams in several batches
+    const big = await startSandbox({ schools: 2, achievementsPerSchool: 10, bigSchools: { [BIG]: ROWS }, maxPerPage: 5000 });
+    const expected = big.control.records(BIG, 'achievements').map(idOf);
+    big.control.fault({ kind: 'truncated-gzip', path: 'cursor=', times: 1 });
+    big.control.fault({ kind: 'reset', path: `/schools/${BIG}/achievements`, times: 1 });
+    const events: ClientEvent[] = [];
+    const c = new ApiClient({
+      apiUrl: big.url,
+      token: big.tokens.full,
+      domains: big.domains,
+      retry: { baseDelayMs: 1, maxDelayMs: 10 },
+      streamThresholdBytes: 32 * 1024,
+      onEvent: (e) => events.push(e),
+    });
+    const got: string[] = [];
+    let batches = 0;
+    try {
+      for await (const b of c.paginate(`/schools/${BIG}/achievements`, { domain, perPage: 5000, include: ['students', 'employees'] })) {
+        got.push(...b.rows.map(idOf));
+        batches++;
+      }
+    } finally {
+      await c.close();
+      await big.close();
+    }
+    expect(batches).toBeGreaterThanOrEqual(10); // two pages, each streamed in batches of about 1,000 rows
+    expect(events.filter((e) => e.type === 'retry')).toHaveLength(2);
+    expect(new Set(got).size).toBe(got.length);
+    expect(got).toEqual(expected);
+  });
+
   it('refuses a school on a domain it was not told about, and the sandbox sees nothing', async () => {
     sb.control.clearRequests();
     const c = client([], { domains: {} });
@@ -103,6 +135,7 @@ describe('against the sandbox', () => {
       expect(err).toMatchObject({ code: 'E_FORBIDDEN', status: 403 });
       const msg = (err as Error).message;
       expect(msg).toMatch(/^school A1001, assessment_results: GET \/v1\.0\/schools\/A1001\/assessment\/results\?.* → 403 Forbidden .*lacks the scope for this endpoint at this school/);
+      expect(msg).toContain('(the access token lacks the scope for assessment results)');
       expect(msg).not.toContain(sb.tokens.limited);
       expect(msg).not.toContain('\n');
       expect(sb.control.requests()).toHaveLength(1);
