@@ -1,5 +1,5 @@
 import { createGzip } from 'node:zlib';
-import { finished } from 'node:stream/promises';
+import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import type { Row, TableSchema } from '../table.ts';
 import { declaredColumns, endStream, writeChunk } from './io.ts';
@@ -52,10 +52,10 @@ class NdjsonWriter implements FormatWriter {
     if (gzip) {
       const gz = createGzip();
       gz.on('data', (b: Buffer) => (this.bytesWritten += b.length));
-      gz.pipe(out);
-      gz.on('error', (e) => out.destroy(e));
       this.target = gz;
-      this.done = endStreamAfter(gz, out);
+      // pipeline: an error on either side destroys both, so a pending write rejects, never hangs
+      this.done = pipeline(gz, out);
+      this.done.catch(() => {}); // observed in write()/finish(); never an unhandled rejection meanwhile
     } else {
       this.target = out;
       this.done = Promise.resolve();
@@ -81,12 +81,6 @@ class NdjsonWriter implements FormatWriter {
   }
 }
 
-/** With gzip, `out` is ended by pipe() when the gzip stream ends; wait for both to finish. */
-function endStreamAfter(gz: Writable, out: Writable): Promise<void> {
-  const p = Promise.all([finished(gz), finished(out)]).then(() => undefined);
-  p.catch(() => {}); // observed in finish(); never an unhandled rejection meanwhile
-  return p;
-}
 
 export const ndjson: Format = {
   name: 'ndjson',

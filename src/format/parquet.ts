@@ -3,7 +3,7 @@ import parquet from 'parquetjs-lite';
 import type { ParquetFieldOptions, ParquetWriter } from 'parquetjs-lite';
 import { ExportError } from '../errors.ts';
 import { EXTRA_COLUMN, type ColumnType, type Row, type Scalar, type TableSchema } from '../table.ts';
-import { declaredColumns, extraJson, sinkError } from './io.ts';
+import { declaredColumns, endStream, extraJson, sinkError } from './io.ts';
 import { flushRowGroup, newColumns, type ColumnBuffer } from './parquet-columns.ts';
 import type { Format, FormatWriter } from './types.ts';
 
@@ -96,10 +96,14 @@ export function parquetSchema(schema: TableSchema): InstanceType<typeof parquet.
   return new parquet.ParquetSchema(fields);
 }
 
+function observed<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => {});
+  return p;
+}
+
 class ParquetFormatWriter implements FormatWriter {
   rowsWritten = 0;
-  private writer: ParquetWriter | null = null;
-  private readonly opening: Promise<ParquetWriter>;
+  private readonly writer: ParquetWriter;
   private readonly types: ColumnType[];
   private readonly names: string[];
   private readonly withStats: boolean[];
@@ -118,24 +122,23 @@ class ParquetFormatWriter implements FormatWriter {
     const allTypes: ColumnType[] = this.hasExtra ? [...this.types, 'json'] : this.types;
     this.withStats = allTypes.map(hasStatistics);
     this.cols = newColumns(all, this.withStats);
-    this.opening = parquet.ParquetWriter.openStream(parquetSchema(schema), out, {
-      rowGroupSize: rowGroupRows,
-      useDataPageV2: false,
-    });
-    this.opening.catch(() => {}); // surfaced by the first write()/finish()
+    const pschema = parquetSchema(schema);
+    const opts = { rowGroupSize: rowGroupRows, useDataPageV2: false };
+    // Our own write/close functions: the library fires its header write without awaiting it, so
+    // every promise we hand it is pre-observed (no unhandled rejection); the error still reaches
+    // whoever awaits it (appendRow/close), and out.write's callback is the backpressure.
+    const write = (buf: Buffer) => observed(new Promise<void>((res, rej) => out.write(buf, (e) => (e ? rej(e) : res()))));
+    const close = () => observed(endStream(out));
+    const envelope = new parquet.ParquetEnvelopeWriter(pschema, write, close, 0, opts);
+    this.writer = new parquet.ParquetWriter(pschema, envelope, opts);
   }
 
   get bytesWritten(): number {
-    return this.writer?.envelopeWriter.offset ?? 0;
-  }
-
-  private async open(): Promise<ParquetWriter> {
-    this.writer ??= await this.opening;
-    return this.writer;
+    return this.writer.envelopeWriter.offset;
   }
 
   async write(rows: Row[]): Promise<void> {
-    const w = await this.open();
+    const w = this.writer;
     const { names, types } = this;
     for (const row of rows) {
       const cols = this.cols;
@@ -176,7 +179,7 @@ class ParquetFormatWriter implements FormatWriter {
   }
 
   async finish(): Promise<void> {
-    const w = await this.open();
+    const w = this.writer;
     await this.flush(w);
     try {
       await w.close(); // writes the footer, then ends `out`

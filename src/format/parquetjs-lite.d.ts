@@ -18,12 +18,27 @@ declare module 'parquetjs-lite' {
     pageIndex?: boolean;
   }
   export class ParquetWriter {
+    constructor(schema: ParquetSchema, envelopeWriter: ParquetEnvelopeWriter, opts: ParquetWriterOptions);
     static openStream(schema: ParquetSchema, out: Writable, opts?: ParquetWriterOptions): Promise<ParquetWriter>;
     appendRow(row: Record<string, unknown>): Promise<void>;
     close(): Promise<void>;
     setMetadata(key: string, value: string): void;
     envelopeWriter: { offset: number };
   }
-  const parquet: { ParquetSchema: typeof ParquetSchema; ParquetWriter: typeof ParquetWriter };
+  export class ParquetEnvelopeWriter {
+    constructor(
+      schema: ParquetSchema,
+      writeFn: (buf: Buffer) => Promise<void>,
+      closeFn: () => Promise<void>,
+      fileOffset: number,
+      opts: ParquetWriterOptions,
+    );
+    offset: number;
+  }
+  const parquet: {
+    ParquetSchema: typeof ParquetSchema;
+    ParquetWriter: typeof ParquetWriter;
+    ParquetEnvelopeWriter: typeof ParquetEnvelopeWriter;
+  };
   export default parquet;
 }

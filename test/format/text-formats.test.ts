@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
@@ -126,5 +127,33 @@ describe('registry', () => {
     expect(() => formatByName('xlsx')).toThrow(/ndjson, csv, parquet/);
     expect(formatByName('parquet').extension({})).toBe('parquet');
     expect(formatByName('csv').extension({})).toBe('csv');
+  });
+});
+
+describe('a failing destination', () => {
+  it.each([
+    ['ndjson', {}, 1],
+    ['ndjson', { gzip: true }, 1],
+    ['csv', {}, 1],
+    ['parquet', { rowGroupRows: 1 }, 1],
+    ['ndjson', {}, 1 << 20],
+    ['ndjson', { gzip: true }, 1 << 20],
+    ['csv', {}, 1 << 20],
+    ['parquet', { rowGroupRows: 1 }, 1 << 20],
+  ])('%s %j (buffer %i): write or finish rejects instead of hanging', async (format, opts, highWaterMark) => {
+    const { schema, rows } = fixtureTable('schools');
+    const out = new Writable({
+      highWaterMark,
+      write(_c, _e, cb) {
+        cb(new Error('disk full'));
+      },
+    });
+    out.on('error', () => {});
+    const w = formatByName(format).open(schema, out, opts);
+    const attempt = async () => {
+      for (let i = 0; i < 50; i++) await w.write(rows);
+      await w.finish();
+    };
+    await expect(attempt()).rejects.toThrow(/disk full/);
   });
 });
