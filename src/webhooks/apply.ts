@@ -90,10 +90,11 @@ async function applySchoolEvent(sink: Sink, e: SchoolEvent, id: string, now: Dat
       // runs print `event` when they skip the school: the type, and enough of the id to find its record
       d.deactivated = { reason, at, event: `${e.payload_type} ${id.slice(0, 12)}` };
       out.actions.push('deactivated');
-      // the school's token no longer grants anything; a credential we cannot use is not kept
-      if (d.token_file || opts.tokenDir) {
-        await rm(d.token_file ?? tokenFilePath(opts.tokenDir!, e.school_id), { force: true });
-        if (d.token_file) out.actions.push('token removed');
+      // the school's token no longer grants anything; a credential we cannot use is not kept.
+      // Only our own file is removed, never a path read back from the (shared) destination.
+      if (opts.tokenDir) await rm(tokenFilePath(opts.tokenDir, e.school_id), { force: true });
+      if (d.token_file) {
+        out.actions.push('token removed');
         delete d.token_file;
       }
       break;

@@ -152,7 +152,12 @@ function readBody(req: IncomingMessage, maxBody: number): Promise<Buffer> {
     };
     req.on('data', onData);
     req.once('end', () => resolve(Buffer.concat(chunks)));
-    req.once('error', reject);
+    // a sender that hangs up mid-body ('error: aborted', then 'close'): nothing is stored
+    const incomplete = () => reject(new Reject(400, 'body incomplete'));
+    req.once('error', incomplete);
+    req.once('close', () => {
+      if (!req.complete) incomplete();
+    });
   });
 }
 

@@ -1,4 +1,5 @@
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -242,6 +243,20 @@ describe('webhook receiver: bad requests change nothing', () => {
       expect(logs.at(-1)).toMatchObject({ event: 'webhook_rejected', status });
     });
   }
+
+  it('a sender hanging up mid-body stores nothing', async () => {
+    let rejected!: (e: any) => void;
+    const seen = new Promise<any>((r) => (rejected = r));
+    await start({ log: (e: any) => (logs.push(e), e.event === 'webhook_rejected' && rejected(e)) });
+    const before = await snapshot();
+    const u = new URL(rx!.url);
+    const sock = connect(Number(u.port), u.hostname, () => {
+      sock.write(`POST ${u.pathname} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{"payload_type":"writeback",`);
+      sock.destroy();
+    });
+    expect(await seen).toMatchObject({ status: 400, reason: 'body incomplete' });
+    expect(await snapshot()).toEqual(before);
+  });
 
   it('422 names the fields to fix', async () => {
     await start();
