@@ -1,4 +1,4 @@
-import type { ColumnType } from '../table.ts';
+import { EXTRA_COLUMN, type ColumnType } from '../table.ts';
 import { duckdbDialect, sqlString } from './dialects.ts';
 import { ddlStatements, mergeStatements } from './merge-sql.ts';
 import { RUNS_TABLE, SNAPSHOTS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
@@ -21,17 +21,21 @@ export function formatOfPath(path: string): FileFormat | undefined {
 }
 
 /**
- * NDJSON: the reader takes the declared columns (absent keys are NULL; undeclared keys are not
- * kept). JSON columns hold JSON text in every format, so they are read as text and parsed.
+ * NDJSON: each line is read as a JSON object and the declared columns are cast from it (a key
+ * absent is NULL; a value that does not fit its type fails the load). Undeclared keys (schema
+ * drift, which the NDJSON writer keeps as keys) are folded into `_extra`, as CSV and Parquet carry
+ * them. JSON columns hold JSON text in every format, so their text is parsed.
  */
 export function stageNdjsonSql(t: TablePlan, absPath: string): string {
-  const readType = (type: ColumnType): string => (type === 'json' ? 'VARCHAR' : d.rawType(type));
-  const columns = t.columns.map((c) => `${sqlString(c.name)}: ${sqlString(readType(c.type))}`).join(', ');
-  const json = t.columns.filter((c) => c.type === 'json');
-  const select = json.length === 0 ? '*' : `* REPLACE (${json.map((c) => `${castTo(d.ident(c.name), c.type)} AS ${d.ident(c.name)}`).join(', ')})`;
+  const declared = t.columns.filter((c) => c.name !== EXTRA_COLUMN.name);
+  const select = declared.map((c) => `${castTo(`json->>${sqlString(c.name)}`, c.type)} AS ${d.ident(c.name)}`);
+  const dropDeclared = sqlString(JSON.stringify(Object.fromEntries(declared.map((c) => [c.name, null]))));
+  if (t.columns.some((c) => c.name === EXTRA_COLUMN.name)) {
+    select.push(`CAST(NULLIF(json_merge_patch(json, ${dropDeclared}), '{}') AS JSON) AS ${d.ident(EXTRA_COLUMN.name)}`);
+  }
   return (
-    `INSERT INTO ${d.table(rawName(t.name))} BY NAME SELECT ${select} FROM read_json(${sqlString(absPath)}, ` +
-    `format = 'newline_delimited', hive_partitioning = false, columns = {${columns}})`
+    `INSERT INTO ${d.table(rawName(t.name))} BY NAME SELECT ${select.join(', ')} ` +
+    `FROM read_ndjson_objects(${sqlString(absPath)}, hive_partitioning = false)`
   );
 }
 

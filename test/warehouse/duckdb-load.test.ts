@@ -35,7 +35,7 @@ const del = (id: string, deleted: string | null, restored: string | null = null)
   table: 'achievements',
 });
 
-const ACH_SQL = `SELECT _school_id, id, points, score, comment, parents_notified, details::VARCHAR AS details, updated_at::VARCHAR AS updated_at, _run_id FROM achievements ORDER BY _school_id, id`;
+const ACH_SQL = `SELECT _school_id, id, points, score, comment, parents_notified, details::VARCHAR AS details, updated_at::VARCHAR AS updated_at, _extra::VARCHAR AS _extra, _run_id FROM achievements ORDER BY _school_id, id`;
 const STU_SQL = `SELECT _school_id, achievement_id, id, _run_id FROM achievement_students ORDER BY ALL`;
 const ids = (rows: Record<string, unknown>[]): string[] => rows.map((r) => `${r._school_id}/${r.id}`);
 
@@ -74,7 +74,7 @@ async function writeFirstTwoRuns(format: Format): Promise<void> {
       resource: 'achievements',
       mode: 'incremental',
       tables: {
-        achievements: [ach('A10', 5, '2024-02-01', { comment: 'with, "quotes"\nand a newline', details: null }), ach('A13', 4, '2024-02-01', { comment: '' })],
+        achievements: [ach('A10', 5, '2024-02-01', { comment: 'with, "quotes"\nand a newline', details: null }), ach('A13', 4, '2024-02-01', { comment: '', house: 'red' })],
         achievement_students: [stu('A10', 'A900')], // A901 no longer attached to A10
       },
     },
@@ -101,7 +101,7 @@ async function writeLaterRuns(format: Format): Promise<void> {
   ]);
 }
 
-describe.each<Format>(['ndjson', 'csv', 'parquet'])('loadIntoDuckDb from %s files', (format) => {
+describe.each<Format>(['ndjson', 'ndjson.gz', 'csv', 'parquet'])('loadIntoDuckDb from %s files', (format) => {
   it('builds current state across runs, applies only new runs, and is idempotent', async () => {
     await writeFirstTwoRuns(format);
     // A file a crash left behind: on disk, in no manifest.
@@ -117,7 +117,9 @@ describe.each<Format>(['ndjson', 'csv', 'parquet'])('loadIntoDuckDb from %s file
     // A11 deleted; A12 deleted; A10 updated at A1; A2's A10 untouched by A2's failed task; stray A66 absent.
     expect(ids(achRows)).toEqual(['A1/A10', 'A1/A13', 'A2/A10']);
     expect(achRows[0]).toMatchObject({ points: '5', score: 2.5, comment: 'with, "quotes"\nand a newline', details: null, updated_at: '2024-02-01 00:00:00+00', _run_id: R2 });
-    expect(achRows[1]).toMatchObject({ comment: '', parents_notified: true, details: '{"p":4}' });
+    // An undeclared field (drift) lands in _extra whatever the format.
+    expect(achRows[1]).toMatchObject({ comment: '', parents_notified: true, details: '{"p":4}', _extra: '{"house":"red"}' });
+    expect(achRows[0]).toMatchObject({ _extra: null });
     expect(achRows[2]).toMatchObject({ points: '7', _run_id: R1 });
     // Children follow their parent's current version: A901 went with A10's old version, A902 with deleted A11.
     expect(await dump(db, STU_SQL)).toEqual([{ _school_id: 'A1', achievement_id: 'A10', id: 'A900', _run_id: R2 }]);

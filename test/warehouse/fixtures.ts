@@ -2,6 +2,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import type { Manifest, ManifestTask } from '../../src/manifest/types.ts';
 import { EXTRA_COLUMN, META_COLUMNS, type ColumnDef, type Row, type TableSchema } from '../../src/table.ts';
 import type { WarehouseSource } from '../../src/warehouse/manifests.ts';
@@ -23,7 +24,7 @@ export const SCHEMAS: TableSchema[] = [
   withMeta('deletions', [col('type', 'string', false), col('id', 'string', false), col('mis_id', 'string'), ...ts('deleted_at'), ...ts('restored_at'), col('detected_by', 'string', false), col('table', 'string')], ['type', 'id']),
 ];
 
-export type Format = 'ndjson' | 'csv' | 'parquet';
+export type Format = 'ndjson' | 'ndjson.gz' | 'csv' | 'parquet';
 export interface TaskSpec {
   school: string;
   resource: string;
@@ -60,7 +61,7 @@ export async function writeRun(dest: string, runId: string, format: Format, task
     const status = task.status ?? 'committed';
     mtasks.push({ school_id: task.school, region: 'uk', resource: task.resource, status, mode: task.mode, files, rows: counts });
   }
-  const manifest: Manifest = { version: 1, run_id: runId, started_at: extractedAt, finished_at: extractedAt, format, status: 'ok', tasks: mtasks, deletions: [], purged };
+  const manifest: Manifest = { version: 1, run_id: runId, started_at: extractedAt, finished_at: extractedAt, format: format === 'ndjson.gz' ? 'ndjson' : format, status: 'ok', tasks: mtasks, deletions: [], purged };
   await mkdir(join(dest, '_manifests'), { recursive: true });
   await writeFile(join(dest, '_manifests', `${runId}.json`), JSON.stringify(manifest, null, 2));
 }
@@ -74,15 +75,30 @@ export function runIdToIso(runId: string): string {
 
 export async function writeTableFile(path: string, schema: TableSchema, rows: Row[], format: Format): Promise<Buffer> {
   await mkdir(dirname(path), { recursive: true });
+  if (format === 'ndjson' || format === 'ndjson.gz') {
+    // Undeclared fields stay keys of their own, as the NDJSON writer keeps them.
+    const text = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+    await writeFile(path, format === 'ndjson' ? text : gzipSync(text));
+    return readFile(path);
+  }
+  rows = rows.map((r) => foldExtra(schema, r));
   const ndjson = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
-  if (format === 'ndjson') {
-    await writeFile(path, ndjson);
-  } else if (format === 'csv') {
+  if (format === 'csv') {
     await writeFile(path, toCsv(schema, rows));
   } else {
     await writeParquetWithDuckDb(path, schema, ndjson);
   }
   return readFile(path);
+}
+
+/** CSV and Parquet carry undeclared fields as JSON text in `_extra`. */
+function foldExtra(schema: TableSchema, row: Row): Row {
+  const declared = new Set(schema.columns.map((c) => c.name));
+  const out: Row = {};
+  const extra: Row = {};
+  for (const [k, v] of Object.entries(row)) (declared.has(k) ? out : extra)[k] = v;
+  out._extra = Object.keys(extra).length > 0 ? JSON.stringify(extra) : null;
+  return out;
 }
 
 // The CSV writer's conventions (src/format/csv.ts): null is an empty field, '' is "".
