@@ -4,6 +4,7 @@ import type { ParquetFieldOptions, ParquetWriter } from 'parquetjs-lite';
 import { ExportError } from '../errors.ts';
 import { EXTRA_COLUMN, type ColumnType, type Row, type Scalar, type TableSchema } from '../table.ts';
 import { declaredColumns, endStream, extraJson, sinkError } from './io.ts';
+import { withLogicalTypes } from './parquet-footer.ts';
 import { flushRowGroup, newColumns, type ColumnBuffer } from './parquet-columns.ts';
 import type { Format, FormatWriter } from './types.ts';
 
@@ -11,8 +12,8 @@ import type { Format, FormatWriter } from './types.ts';
  * Parquet through parquetjs-lite, kept behind the Format interface so the encoder can be swapped.
  * Every column OPTIONAL; data page V1 (the library defaults to V2, which some warehouse loaders
  * reject); snappy; row groups of `rowGroupRows` rows (the only rows held in memory).
- * Timestamps are INT64 with converted type TIMESTAMP_MICROS, which the Parquet spec defines as
- * UTC-adjusted microseconds since the epoch.
+ * Timestamps are INT64 microseconds since the epoch, typed TIMESTAMP(isAdjustedToUTC=true, MICROS)
+ * (logical type, added to the footer by parquet-footer.ts) and TIMESTAMP_MICROS (converted type).
  */
 const PARQUET_TYPE: Record<ColumnType, string> = {
   string: 'UTF8',
@@ -103,6 +104,7 @@ function observed<T>(p: Promise<T>): Promise<T> {
 
 class ParquetFormatWriter implements FormatWriter {
   rowsWritten = 0;
+  private bytes = 0;
   private readonly writer: ParquetWriter;
   private readonly types: ColumnType[];
   private readonly names: string[];
@@ -127,14 +129,24 @@ class ParquetFormatWriter implements FormatWriter {
     // Our own write/close functions: the library fires its header write without awaiting it, so
     // every promise we hand it is pre-observed (no unhandled rejection); the error still reaches
     // whoever awaits it (appendRow/close), and out.write's callback is the backpressure.
-    const write = (buf: Buffer) => observed(new Promise<void>((res, rej) => out.write(buf, (e) => (e ? rej(e) : res()))));
+    const write = (buf: Buffer) => {
+      this.bytes += buf.length;
+      return observed(new Promise<void>((res, rej) => out.write(buf, (e) => (e ? rej(e) : res()))));
+    };
     const close = () => observed(endStream(out));
     const envelope = new parquet.ParquetEnvelopeWriter(pschema, write, close, 0, opts);
+    // The footer is the envelope's last write: amend it with logical types on the way out.
+    const writeFooter = envelope.writeFooter.bind(envelope);
+    envelope.writeFooter = (userMetadata) => {
+      envelope.write = (buf: Buffer) => write(withLogicalTypes(buf));
+      return writeFooter(userMetadata);
+    };
     this.writer = new parquet.ParquetWriter(pschema, envelope, opts);
   }
 
+  /** Bytes handed to `out` (the envelope's own offset does not see the amended footer). */
   get bytesWritten(): number {
-    return this.writer.envelopeWriter.offset;
+    return this.bytes;
   }
 
   async write(rows: Row[]): Promise<void> {

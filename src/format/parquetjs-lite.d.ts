@@ -34,6 +34,8 @@ declare module 'parquetjs-lite' {
       opts: ParquetWriterOptions,
     );
     offset: number;
+    write: (buf: Buffer) => Promise<void>;
+    writeFooter(userMetadata?: Record<string, string>): Promise<void>;
   }
   const parquet: {
     ParquetSchema: typeof ParquetSchema;
@@ -41,4 +43,35 @@ declare module 'parquetjs-lite' {
     ParquetEnvelopeWriter: typeof ParquetEnvelopeWriter;
   };
   export default parquet;
+}
+
+declare module 'parquetjs-lite/gen-nodejs/parquet_types.js' {
+  // Thrift-generated classes; only what parquet-footer.ts touches is typed.
+  interface SchemaElement {
+    name: string;
+    converted_type: number | null;
+    logicalType: unknown;
+  }
+  interface FileMetaData {
+    schema: SchemaElement[];
+  }
+  type Ctor<T = unknown> = new (args?: Record<string, unknown>) => T;
+  const thrift: {
+    ConvertedType: Record<string, number>;
+    FileMetaData: Ctor<FileMetaData>;
+    LogicalType: Ctor;
+    TimestampType: Ctor;
+    TimeUnit: Ctor;
+    MicroSeconds: Ctor;
+    StringType: Ctor;
+  };
+  export default thrift;
+}
+
+declare module 'parquetjs-lite/lib/util.js' {
+  const util: {
+    decodeThrift(obj: unknown, buf: Buffer, offset?: number): number;
+    serializeThrift(obj: unknown): Buffer;
+  };
+  export default util;
 }

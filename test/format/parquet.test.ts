@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, open, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
@@ -40,7 +40,7 @@ const DUCK_TYPE: Record<string, string> = {
   integer: 'BIGINT',
   double: 'DOUBLE',
   boolean: 'BOOLEAN',
-  timestamp: 'TIMESTAMP',
+  timestamp: 'TIMESTAMP WITH TIME ZONE',
 };
 
 describe('parquet', () => {
@@ -55,6 +55,7 @@ describe('parquet', () => {
     const { schema, rows } = fixtureTable(res, table);
     const { path, w } = await writeParquet(table, schema, rows);
     expect(w.rowsWritten).toBe(rows.length);
+    expect(w.bytesWritten).toBe((await stat(path)).size);
 
     const described = await query(`DESCRIBE SELECT * FROM read_parquet('${path}')`);
     expect(described.map((d) => `${d.column_name}:${d.column_type}`)).toEqual(
@@ -87,7 +88,7 @@ describe('parquet', () => {
     const { schema, rows } = fixtureTable('achievements');
     const { path } = await writeParquet('micro', schema, rows);
     const got = await query(
-      `SELECT strftime(action_date, '%Y-%m-%dT%H:%M:%S.%fZ') AS a, comment FROM read_parquet('${path}') ORDER BY id`,
+      `SELECT strftime(make_timestamp(epoch_us(action_date)), '%Y-%m-%dT%H:%M:%S.%fZ') AS a, comment FROM read_parquet('${path}') ORDER BY id`,
     );
     expect(got[0].a).toBe('2024-10-26T23:59:59.999999Z');
     expect(got[1].comment).toBe('-1 point for 🙈 behaviour; @staff to follow up');
@@ -115,6 +116,11 @@ describe('parquet', () => {
     } finally {
       await fh.close();
     }
+    const types = await query(`SELECT name, logical_type::VARCHAR AS l, converted_type FROM parquet_schema('${path}') WHERE name IN ('created_at', 'comment')`);
+    expect(types.map((t) => [t.name, String(t.l).includes('isAdjustedToUTC=1') || String(t.l).startsWith('StringType'), t.converted_type])).toEqual([
+      ['comment', true, 'UTF8'],
+      ['created_at', true, 'TIMESTAMP_MICROS'],
+    ]);
     const n = await query(`SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS d FROM read_parquet('${path}')`);
     expect(n[0]).toEqual({ n: 50, d: 50 });
   });
