@@ -33,6 +33,11 @@ export class HttpError extends Error {
   }
 }
 
+/** A body already serialised (list pages are assembled as text: embedded objects are cached as JSON). */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
 export function errorBody(status: number, code: string, message: string): unknown {
   return { error: { status, code, message } };
 }
@@ -50,7 +55,7 @@ export async function sendJson(
   body: unknown,
   opts: SendOptions = {},
 ): Promise<void> {
-  const text = body === undefined ? '' : JSON.stringify(body);
+  const text = body instanceof RawJson ? body.text : body === undefined ? '' : JSON.stringify(body);
   const raw = Buffer.from(text, 'utf8');
   const wantsGzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
   const headers: Record<string, string> = {

@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { arraySource, type KeySource, type Window } from './collection.ts';
 import { isApproved, type RegionDef } from './fixtures.ts';
-import { HttpError } from './http-util.ts';
+import { HttpError, RawJson } from './http-util.ts';
 import { paginate, parsePageParams } from './paginate.ts';
 import type { Scope } from './school-data.ts';
 import { parseQueryDate, type Micros } from './time.ts';
@@ -67,6 +67,16 @@ export function listReply(ctx: Ctx, source: KeySource, render: (key: number) => 
   if (page.pagination) meta.pagination = page.pagination;
   if (includes) meta.includes = includes;
   return { body: { data, meta } };
+}
+
+/** Like listReply, for renderers that produce each row's JSON text (byte-identical to JSON.stringify of the object). */
+export function listReplyJson(ctx: Ctx, source: KeySource, renderJson: (key: number) => string, includes?: readonly string[]): Reply {
+  const pp = parsePageParams(ctx.url.searchParams, ctx.world.opts.maxPerPage);
+  const page = paginate(source, pp, ctx.url);
+  const meta: Record<string, unknown> = {};
+  if (page.pagination) meta.pagination = page.pagination;
+  if (includes) meta.includes = includes;
+  return { body: new RawJson('{"data":[' + page.keys.map(renderJson).join(',') + '],"meta":' + JSON.stringify(meta) + '}') };
 }
 
 export const EMPTY_SOURCE: KeySource = arraySource<number>([], (k) => k, () => true);

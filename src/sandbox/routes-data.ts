@@ -3,7 +3,7 @@ import { DELETION_TYPES } from './deletions.ts';
 import { HttpError, readJson } from './http-util.ts';
 import { validateAchievement } from './achievement-write.ts';
 import {
-  EMPTY_SOURCE, boolParam, dateParam, gateSchool, includesOf, listReply, requireFull, windowOf, type Ctx, type Handler,
+  EMPTY_SOURCE, boolParam, dateParam, gateSchool, includesOf, listReply, listReplyJson, requireFull, windowOf, type Ctx, type Handler,
 } from './route-kit.ts';
 import type { Rec, ResourceName } from './school-data.ts';
 import { microsOfDt, type DateTimeObject } from './time.ts';
@@ -53,7 +53,7 @@ export const achievementsList: Handler = (ctx, [id]) => {
       }
     : undefined;
   const source = data.cols.achievements.view(win, pred);
-  return listReply(ctx, source, (i) => data.render('achievements', i, inc, ctx.scope, actx), ACH_INCLUDES);
+  return listReplyJson(ctx, source, (i) => data.achievementJson(i, inc, ctx.scope, actx), ACH_INCLUDES);
 };
 
 function itemOf(ctx: Ctx, schoolId: string, r: ResourceName, itemId: string) {
@@ -94,12 +94,19 @@ export const achievementDelete: Handler = (ctx, [id, aid]) => {
   return { body: { success: true, id: aid } };
 };
 
+/** Results embedded in aspects or result sets need the results scope like the endpoint does. */
+function includesChecked(ctx: Ctx, includes: readonly string[]): Set<string> {
+  const inc = includesOf(ctx, includes);
+  if (inc.has('results')) requireFull(ctx, 'assessment results');
+  return inc;
+}
+
 /** List and item handlers of a resource with updated filters and includes. */
 function plainResource(r: ResourceName, includes: readonly string[], guard?: (ctx: Ctx) => void): { list: Handler; item: Handler } {
   return {
     list: (ctx, [id]) => {
       guard?.(ctx);
-      const inc = includesOf(ctx, includes);
+      const inc = includesChecked(ctx, includes);
       const win = windowOf(ctx);
       const s = gateSchool(ctx, id, 'list');
       if (!s) return listReply(ctx, EMPTY_SOURCE, () => null, includes.length ? includes : undefined);
@@ -115,7 +122,7 @@ function plainResource(r: ResourceName, includes: readonly string[], guard?: (ct
     },
     item: (ctx, [id, itemId]) => {
       guard?.(ctx);
-      const inc = includesOf(ctx, includes);
+      const inc = includesChecked(ctx, includes);
       const { data, i } = itemOf(ctx, id, r, itemId);
       return { body: data.render(r, i, inc, ctx.scope) };
     },

@@ -203,15 +203,52 @@ export class SchoolData {
     return out;
   }
 
+  private peopleJsonCache = { students: new Map<number, string>(), employees: new Map<number, string>() };
+
+  /** The embedded people of one row as JSON text (comma-separated objects). */
+  private peopleJson(r: 'students' | 'employees', idx: number[]): string {
+    const cache = this.peopleJsonCache[r];
+    let out = '';
+    for (const i of idx) {
+      let text = cache.get(i);
+      if (text === undefined) {
+        const rec = this.people(r, [i]);
+        if (rec.length === 0) continue;
+        text = JSON.stringify(rec[0]);
+        cache.set(i, text);
+      }
+      out += out === '' ? text : ',' + text;
+    }
+    return out;
+  }
+
+  /** JSON.stringify(render('achievements', ...)), built from cached text for the embedded people. */
+  achievementJson(i: number, includes: ReadonlySet<string>, scope: Scope, ctx: AchievementCtx): string {
+    const b = achievementBase(ctx, i);
+    const entry = this.cols.achievements.entry(i);
+    const out = b.fields;
+    if (entry?.patch) for (const k in entry.patch) out[k] = entry.patch[k];
+    if (!scope.full) out.comment = null;
+    const text = JSON.stringify(out);
+    if (includes.size === 0) return text;
+    let more = '';
+    if (includes.has('students')) more += ',"students":{"data":[' + this.peopleJson('students', entry?.links?.students ?? b.students) + ']}';
+    if (includes.has('employees')) more += ',"employees":{"data":[' + this.peopleJson('employees', entry?.links?.employees ?? b.employees) + ']}';
+    return text.slice(0, -1) + more + '}';
+  }
+
   private changed(r: ResourceName): void {
-    if (r === 'students' || r === 'employees') this.peopleCache[r].clear();
+    if (r === 'students' || r === 'employees') {
+      this.peopleCache[r].clear();
+      this.peopleJsonCache[r].clear();
+    }
   }
 
   /** A completed migration: every id of the school changes. */
   bumpGeneration(): void {
     this.gen++;
-    this.peopleCache.students.clear();
-    this.peopleCache.employees.clear();
+    this.changed('students');
+    this.changed('employees');
   }
 
   private live(r: ResourceName, idx: number[], scope: Scope): Rec[] {
@@ -240,6 +277,8 @@ export class SchoolData {
     const clean = { ...patch };
     delete clean.id;
     delete clean.updated_at;
+    // Includes are relations, not fields: they change through `links` only.
+    if (r === 'achievements') for (const k of ['students', 'employees']) delete clean[k];
     this.cols[r].touch(i, { updated: this.tick(), patch: clean, ...(links ? { links } : {}) });
     this.changed(r);
   }

@@ -29,7 +29,7 @@ describe('control mutations', () => {
     expect(students).toBeDefined();
     expect(employees).toBeDefined();
     expect(api).toEqual(bare);
-    const since = await walk(`${ach()}?per_page=100&updated_after=${encodeURIComponent(rows[299].updated_at.date as string)}`, sb.tokens.full);
+    const since = await walk(`${ach()}?per_page=100&updated_after=${encodeURIComponent((rows[299].updated_at as { date: string }).date)}`, sb.tokens.full);
     expect(since.map((r) => r.id)).toEqual([rows[0].id, rows[1].id, rows[2].id]);
   });
 
