@@ -3,6 +3,9 @@ import { hideBin } from 'yargs/helpers';
 import { ExportError, oneLine } from '../errors.ts';
 import { runCommand } from './run.ts';
 import { sandboxCommand } from './sandbox.ts';
+import { schoolsCommand } from './schools.ts';
+import { accessCommand } from './access.ts';
+import { webhooksCommand } from './webhooks.ts';
 
 /**
  * Exit status: 0 every task committed; 1 some task failed (the summary names it); 2 usage or
@@ -12,6 +15,9 @@ const cli = yargs(hideBin(process.argv))
   .scriptName('school-export')
   .command(runCommand)
   .command(sandboxCommand)
+  .command(schoolsCommand)
+  .command(accessCommand)
+  .command(webhooksCommand)
   .demandCommand(1, 'name a command, e.g. school-export run')
   .strict()
   .help()

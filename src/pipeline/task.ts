@@ -1,5 +1,6 @@
 import type { ApiClient, PageBatch } from '../source/client.ts';
 import type { ResourceSpec } from '../resources/types.ts';
+import { resourceByName, tableSchemas } from '../resources/index.ts';
 import { compileFlattener } from '../flatten/index.ts';
 import type { Format, FormatOptions } from '../format/types.ts';
 import type { Sink } from '../sink/types.ts';
@@ -46,11 +47,15 @@ export interface TaskOutcome {
   snapshotIdsFile?: string; // written for the next snapshot comparison
 }
 
+const DELETIONS_SCHEMA: TableSchema = tableSchemas(resourceByName('deletions')!)[0]!;
+
 /** Reads one resource of one school and writes its tables' files. Files are committed on return. */
 export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskOutcome> {
   const { school, spec } = plan;
   const flattener = compileFlattener(spec);
   const schemas = new Map<string, TableSchema>(flattener.tables.map((t) => [t.name, t]));
+  // Snapshot-detected deletions of this resource go to the deletions table.
+  if (!schemas.has('deletions')) schemas.set('deletions', DELETIONS_SCHEMA);
   const writers = new Map<string, TableFiles>();
   const writerFor = (table: string): TableFiles => {
     let w = writers.get(table);

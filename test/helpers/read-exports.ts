@@ -67,7 +67,7 @@ export async function readRows(dir: string, relPath: string, schema: TableSchema
     const inst = await DuckDBInstance.create(':memory:');
     const conn = await inst.connect();
     try {
-      const reader = await conn.runAndReadAll(`SELECT * FROM read_parquet('${abs.replace(/'/g, "''")}')`);
+      const reader = await conn.runAndReadAll(`SELECT * FROM read_parquet('${abs.replace(/'/g, "''")}', hive_partitioning = false)`);
       const cols = reader.columnNames();
       return reader.getRows().map((r) => {
         const row: Row = {};

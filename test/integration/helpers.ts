@@ -45,6 +45,13 @@ export function allSchemas(): Map<string, { schema: TableSchema; resource: strin
   return out;
 }
 
+/** GET over HTTP from the school's own region, for resources the control API does not list. */
+async function getFromSandbox(sb: Sandbox, path: string, regionUrl: string): Promise<unknown> {
+  const res = await fetch(`${regionUrl}/v1.0${path}`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+  return res.json();
+}
+
 /** What the export should hold now: the sandbox's current records, flattened the same way. */
 export async function expectedState(sb: Sandbox, schoolIds: string[], regionOf: (id: string) => string): Promise<Map<string, Row[]>> {
   const out = new Map<string, Row[]>();
@@ -52,8 +59,16 @@ export async function expectedState(sb: Sandbox, schoolIds: string[], regionOf: 
     if (spec.name === 'deletions') continue;
     const flattener = compileFlattener(spec);
     for (const id of schoolIds) {
-      const records = await sb.control.records(id, spec.name);
-      const rows = flattener.flattenBatch(records, { schoolId: id, region: regionOf(id), runId: 'x', extractedAt: new Date().toISOString() });
+      const region = regionOf(id);
+      const regionUrl = sb.regions.find((r) => r.code === region)!.url;
+      let records: unknown[];
+      if (spec.scope === 'discovery') records = [await getFromSandbox(sb, `/schools/${id}`, sb.url)];
+      else if (spec.shape === 'object' || !spec.paginated) {
+        const q = spec.query ? '?' + new URLSearchParams(spec.query).toString() : '';
+        const body = (await getFromSandbox(sb, spec.path.replace('{school_id}', id) + q, regionUrl)) as { data: unknown };
+        records = spec.shape === 'object' ? [body.data] : (body.data as unknown[]);
+      } else records = sb.control.records(id, spec.name);
+      const rows = flattener.flattenBatch(records, { schoolId: id, region, runId: 'x', extractedAt: new Date().toISOString() });
       for (const [table, list] of rows) out.set(table, [...(out.get(table) ?? []), ...list]);
     }
   }

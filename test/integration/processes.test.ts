@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
+import { runExport } from '../../src/pipeline/run.ts';
+import { currentState, readManifests } from '../helpers/read-exports.ts';
+import { allSchemas, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
+
+const BIN = resolve(import.meta.dirname, '../../bin/school-export.js');
+
+function cli(sb: Sandbox, args: string[]) {
+  const domains = Object.entries(sb.domains).flatMap(([d, u]) => ['--domain', `${d}=${u}`]);
+  const child = spawn(process.execPath, [BIN, 'run', '--api-url', sb.url, ...domains, '--progress', 'json', ...args], {
+    env: { ...process.env, SCHOOL_API_TOKEN: sb.tokens.full },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((res) =>
+    child.on('close', (code, signal) => res({ code, signal, stdout, stderr })),
+  );
+  return { child, done, stderr: () => stderr };
+}
+
+function walk(dir: string, base = ''): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(join(dir, e.name), `${base}${e.name}/`) : [`${base}${e.name}`],
+  );
+}
+
+describe('separate processes', () => {
+  let sb: Sandbox;
+  beforeAll(async () => {
+    sb = await startSandbox({ seed: 11, schools: 5, achievementsPerSchool: 400 });
+  });
+  afterAll(async () => {
+    await sb?.close();
+  });
+
+  it('a run killed with SIGKILL mid-task loses nothing, and no file it left behind is listed', async () => {
+    const tmp = tempDir('kill-');
+    try {
+      sb.control.latency(40);
+      const p = cli(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--per-page', '25', '--concurrency', '2']);
+      // Kill once some task has committed (a manifest part exists) but the run is not finished.
+      const deadline = Date.now() + 30_000;
+      while (!walk(join(tmp.dir, '_manifests')).some((f) => f.includes('/part-')) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      p.child.kill('SIGKILL');
+      const killed = await p.done;
+      expect(killed.signal).toBe('SIGKILL');
+      sb.control.latency(0);
+      const before = readManifests(tmp.dir);
+      expect(before.length).toBeGreaterThan(0);
+      expect(walk(join(tmp.dir, '_manifests')).some((f) => /^[^/]+\.json$/.test(f))).toBe(false); // no whole-run manifest
+
+      const again = await runExport(sandboxConfig(sb, tmp.dir, { format: 'ndjson' }), { token: sb.tokens.full });
+      expect(again.failures).toEqual([]);
+
+      const listed = new Set(readManifests(tmp.dir).flatMap((t) => t.files.map((f) => f.path)));
+      for (const t of readManifests(tmp.dir)) {
+        for (const f of t.files) {
+          const bytes = readFileSync(join(tmp.dir, f.path));
+          expect(createHash('sha256').update(bytes).digest('hex')).toBe(f.sha256);
+        }
+      }
+      // Leftovers of the killed run are temporary names, never listed.
+      const leftovers = walk(tmp.dir).filter((f) => !f.startsWith('_') && !listed.has(f));
+      for (const f of leftovers) expect(f).toMatch(/\.tmp$/);
+
+      const ids = [...new Set(readManifests(tmp.dir).map((t) => t.school_id))];
+      const regions = new Map(readManifests(tmp.dir).map((t) => [t.school_id, t.region]));
+      const expected = await expectedState(sb, ids, (id) => regions.get(id)!);
+      const actual = await currentState(tmp.dir, allSchemas());
+      for (const [table, rows] of expected) expect({ table, rows: canonical(actual.get(table) ?? []) }).toEqual({ table, rows: canonical(rows) });
+    } finally {
+      sb.control.latency(0);
+      tmp.cleanup();
+    }
+  });
+
+  it('N shards as separate processes export every school exactly once', async () => {
+    const tmp = tempDir('shards-');
+    try {
+      const N = 3;
+      const runs = Array.from({ length: N }, (_, i) => cli(sb, ['--dest', tmp.dir, '--format', 'csv', '--shard', `${i}/${N}`, '--resources', 'schools,achievements']));
+      const results = await Promise.all(runs.map((r) => r.done));
+      for (const r of results) expect(r.code, r.stderr).toBe(0);
+      const manifests = walk(join(tmp.dir, '_manifests')).filter((f) => /^[^/]+\.json$/.test(f));
+      expect(manifests.length).toBe(N);
+      const schoolsByShard = manifests.map((m) => {
+        const j = JSON.parse(readFileSync(join(tmp.dir, '_manifests', m), 'utf8'));
+        return new Set<string>(j.tasks.map((t: { school_id: string }) => t.school_id));
+      });
+      const all = schoolsByShard.flatMap((s) => [...s]);
+      expect(new Set(all).size).toBe(all.length); // no school in two shards
+      const res = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
+      const approved = ((await res.json()) as { data: { id: string }[] }).data.map((s) => s.id);
+      expect(approved.length).toBeGreaterThan(N);
+      expect(new Set(all)).toEqual(new Set(approved));
+      const states = walk(join(tmp.dir, '_state')).filter((f) => f.endsWith('.json'));
+      expect(states.length).toBe(approved.length);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+
+  it('exits 2 with one line for a bad pipeline file, and never prints the token', async () => {
+    const tmp = tempDir('bad-');
+    try {
+      const p = cli(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--concurrency', '0']);
+      const r = await p.done;
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split('\n').length).toBe(1);
+      expect(r.stderr).toMatch(/concurrency/);
+      expect(r.stderr + r.stdout).not.toContain(sb.tokens.full);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
