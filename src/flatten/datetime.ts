@@ -1,3 +1,4 @@
+import { civilMs, digits } from './civil.ts';
 import { localToUtc } from './zones.ts';
 
 /**
@@ -39,8 +40,12 @@ function toIso(utcMs: number, fraction: string): string {
   return prefix + TWO[min] + ':' + TWO[Math.floor((rem - min * 60_000) / 1000)] + '.' + fraction + 'Z';
 }
 
+/** Wall time as if UTC; NaN for impossible fields (Date.UTC would roll 02-31 into March). */
 function wallMs(m: RegExpExecArray): number {
-  return Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0));
+  const t = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0));
+  const d = new Date(t);
+  const ok = d.getUTCDate() === Number(m[3]) && d.getUTCHours() === Number(m[4]) && d.getUTCMinutes() === Number(m[5]) && d.getUTCSeconds() === Number(m[6] ?? 0);
+  return ok ? t : NaN;
 }
 
 /** Normalise an ISO 8601 instant with Z or an offset (what the pipeline itself produces) to our form. */
@@ -48,6 +53,7 @@ export function normalizeIso(s: string): string | undefined {
   const m = ISO_Z_RE.exec(s);
   if (!m) return undefined;
   let t = wallMs(m);
+  if (Number.isNaN(t)) return undefined;
   const off = m[8];
   if (off !== 'Z') {
     const sign = off[0] === '-' ? -1 : 1;
@@ -68,8 +74,16 @@ export function convertDatetime(v: unknown): DatetimeValue {
     const o = v as { date?: unknown; timezone?: unknown };
     if (o.date === null || o.date === undefined) return { instant: null, timezone: null };
     const tz = typeof o.timezone === 'string' && o.timezone !== '' ? o.timezone : 'UTC';
+    if (typeof o.date === 'string' && o.date.length === 26 && o.date.charCodeAt(10) === 32 && o.date.charCodeAt(19) === 46) {
+      // the API's one layout, 'YYYY-MM-DD HH:MM:SS.ffffff', without a regular expression
+      const local = civilMs(o.date);
+      const utc = local === local ? localToUtc(local, tz) : undefined;
+      const frac = o.date.slice(20);
+      if (utc !== undefined && !Number.isNaN(digits(frac, 0, 6))) return { instant: toIso(utc, frac), timezone: tz };
+    }
     const m = typeof o.date === 'string' ? DATE_RE.exec(o.date) : null;
-    const utc = m ? localToUtc(wallMs(m), tz) : undefined;
+    const local = m ? wallMs(m) : NaN;
+    const utc = Number.isNaN(local) ? undefined : localToUtc(local, tz);
     if (m && utc !== undefined) return { instant: toIso(utc, frac6(m[7])), timezone: tz };
     return { instant: null, timezone: typeof o.timezone === 'string' ? o.timezone : null, raw: v };
   }

@@ -4,6 +4,7 @@ import type { ParquetFieldOptions, ParquetWriter } from 'parquetjs-lite';
 import { ExportError } from '../errors.ts';
 import { EXTRA_COLUMN, type ColumnType, type Row, type Scalar, type TableSchema } from '../table.ts';
 import { declaredColumns, endStream, extraJson, sinkError } from './io.ts';
+import { civilMs, digits } from '../flatten/civil.ts';
 import { withLogicalTypes } from './parquet-footer.ts';
 import { flushRowGroup, newColumns, type ColumnBuffer } from './parquet-columns.ts';
 import type { Format, FormatWriter } from './types.ts';
@@ -32,7 +33,7 @@ const ISO_RE = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?Z$/;
 export function isoToMicros(s: string): bigint {
   // Fast path for the one shape the flattener writes: 'YYYY-MM-DDTHH:MM:SS.ffffffZ'.
   if (s.length === 27 && s.charCodeAt(10) === 84 /* T */ && s.charCodeAt(19) === 46 /* . */ && s.charCodeAt(26) === 90 /* Z */) {
-    const ms = Date.UTC(digits(s, 0, 4), digits(s, 5, 7) - 1, digits(s, 8, 10), digits(s, 11, 13), digits(s, 14, 16), digits(s, 17, 19));
+    const ms = civilMs(s);
     const us = digits(s, 20, 26);
     if (ms === ms && us >= 0 && Math.abs(ms) < 8.64e15 / 1000) return BigInt(ms * 1000 + us); // exact below 2^53
   }
@@ -41,17 +42,6 @@ export function isoToMicros(s: string): bigint {
   if (!m || Number.isNaN(ms)) throw new ExportError('E_SINK', `not an ISO 8601 UTC timestamp: ${JSON.stringify(s).slice(0, 40)}`);
   const frac = m[2] ? Number((m[2] + '00000').slice(0, 6)) : 0;
   return BigInt(ms) * 1000n + BigInt(frac);
-}
-
-/** Decimal value of s[from, to) when every char is a digit, else NaN. */
-function digits(s: string, from: number, to: number): number {
-  let n = 0;
-  for (let i = from; i < to; i++) {
-    const c = s.charCodeAt(i) - 48;
-    if (c < 0 || c > 9) return NaN;
-    n = n * 10 + c;
-  }
-  return n;
 }
 
 function parquetValue(v: Scalar | undefined, type: ColumnType, col: string): unknown {

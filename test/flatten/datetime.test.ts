@@ -59,6 +59,11 @@ describe('datetime objects -> UTC instant + zone', () => {
     expect(convertDatetime(bad)).toEqual({ instant: null, timezone: 'Mars/Olympus', raw: bad });
     expect(convertDatetime({ date: 'yesterday', timezone_type: 3, timezone: 'UTC' }).raw).toBeDefined();
     expect(convertDatetime(42).raw).toBe(42);
+    // impossible fields are not rolled over into another day
+    expect(conv('2024-02-31 10:00:00.000000', 'UTC').raw).toBeDefined();
+    expect(conv('2024-02-31 10:00:00', 'UTC').raw).toBeDefined();
+    expect(conv('2024-01-01 24:00:00.000000', 'UTC').raw).toBeDefined();
+    expect(normalizeIso('2024-02-30T00:00:00Z')).toBeUndefined();
   });
 
   it('null, a null date, fixed offsets and ISO strings', () => {
