@@ -104,7 +104,9 @@ class ParquetFormatWriter implements FormatWriter {
   private cols: ColumnBuffer[];
   private buffered = 0;
 
-  constructor(schema: TableSchema, out: Writable, private readonly rowGroupRows: number) {
+  constructor(given: TableSchema, out: Writable, private readonly rowGroupRows: number) {
+    // drift always has a place to go, even for a schema built without `_extra`
+    const schema = given.columns.some((c) => c.name === EXTRA_COLUMN.name) ? given : { ...given, columns: [...given.columns, EXTRA_COLUMN] };
     const { columns, isDeclared } = declaredColumns(schema);
     this.names = columns.map((c) => c.name);
     this.types = columns.map((c) => c.type);
@@ -194,5 +196,6 @@ class ParquetFormatWriter implements FormatWriter {
 export const parquetFormat: Format = {
   name: 'parquet',
   extension: () => 'parquet',
-  open: (schema, out, opts) => new ParquetFormatWriter(schema, out, opts.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS),
+  open: (schema, out, opts) =>
+    new ParquetFormatWriter(schema, out, Math.max(1, Math.floor(opts.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS))),
 };

@@ -37,7 +37,9 @@ export interface GenericResourceDef {
  */
 export function genericResource(def: GenericResourceDef): ResourceSpec {
   const key = def.key ?? ['id'];
-  const fields = def.fields && def.fields.length > 0 ? def.fields : key.map((k) => f(k));
+  const declared = def.fields ?? [];
+  // key columns are always columns, even when the declared fields leave them out
+  const fields = [...key.filter((k) => !declared.some((d) => d.path === k)).map((k) => f(k)), ...declared];
   const parent = singular(def.name);
   const incremental = def.incremental ?? true;
   return {

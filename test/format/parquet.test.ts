@@ -125,6 +125,15 @@ describe('parquet', () => {
     expect(n[0]).toEqual({ n: 50, d: 50 });
   });
 
+  it('drift lands in _extra even when the schema was built without it', async () => {
+    const { schema, rows } = fixtureTable('achievements');
+    const bare = { ...schema, columns: schema.columns.filter((c) => c.name !== '_extra') };
+    const { path } = await writeParquet('bare', bare, rows);
+    const got = await query(`SELECT _extra FROM read_parquet('${path}') ORDER BY id`);
+    expect(got[0]._extra).toBeNull();
+    expect(JSON.parse(got[1]._extra as string)).toEqual({ total_points__raw: 'lots', house: 'Dewi', points_breakdown: '[1,2]' });
+  });
+
   it('an empty table is still a valid file', async () => {
     const { schema } = fixtureTable('school_meta');
     const { path } = await writeParquet('empty', schema, []);

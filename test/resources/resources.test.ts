@@ -78,6 +78,8 @@ describe('resource registry', () => {
     expect(s.deletionType).toBe('student');
     expect(tableSchemas(s).map((t) => t.name)).toEqual(['students', 'student_contacts', 'student_contacts__contact_details']);
     expect(s.children![0].parentKey).toBe('student_id');
+    const typed = genericResource({ name: 'rooms', path: '/schools/{school_id}/rooms', fields: [{ path: 'capacity', type: 'integer', nullable: true }] });
+    expect(typed.fields.map((f) => `${f.path}:${f.type}`)).toEqual(['id:string', 'capacity:integer']);
     const g = genericResource({ name: 'widgets', path: '/schools/{school_id}/widgets', incremental: false, key: ['code'] });
     expect([g.deletionType, g.updatedAtField, g.fields.map((f) => f.path)]).toEqual([undefined, undefined, ['code']]);
   });
