@@ -42,6 +42,8 @@ const ROUTES: [string, RegExp, Handler][] = [
   ['GET', new RegExp(`^/schools/${ID}/assessment/resultsets/([^/]+)$`), D.resultsets.item],
 ];
 
+const MAX_LOG = 200_000;
+
 export interface Listener {
   region: RegionDef;
   origin: string; // http://127.0.0.1:PORT
@@ -66,6 +68,7 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
   const entry: RequestLogEntry = {
     method: req.method ?? 'GET', path: url.pathname + url.search, status: 0, region: l.region.code, host: req.headers.host, at: world.now().toISOString(),
   };
+  if (world.log.length >= MAX_LOG) world.log.splice(0, MAX_LOG / 10); // a long-running demo must not grow without bound
   world.log.push(entry);
   res.on('finish', () => (entry.status = res.statusCode));
 

@@ -41,6 +41,9 @@ const TIMELINE: Record<ResourceName, { start: string; stepUs: number }> = {
   assessment_results: { start: '2024-03-01T09:00:00Z', stepUs: 600_000_000 },
 };
 
+/** Base rows' updated_at stay within this span from their start (about 18 months). */
+const BASE_SPAN_US = 47_000_000_000_000;
+
 export interface Scope {
   full: boolean;
 }
@@ -74,7 +77,8 @@ export class SchoolData {
       const stream = streamSeed(seed, ord, KIND[r]);
       streams[r] = stream;
       const t0 = Date.parse(TIMELINE[r].start) * 1000 + ord * 3_600_000_000;
-      const step = TIMELINE[r].stepUs;
+      // Huge schools get a denser timeline so base rows never reach the present (mutations must be newer).
+      const step = Math.max(1000, Math.min(TIMELINE[r].stepUs, Math.floor(BASE_SPAN_US / Math.max(1, counts[r]))));
       cols[r] = new LazyCollection(counts[r], (i) => t0 + i * step + (rnd(stream, i, 99) % (step - 1)));
       this.baseCreatedCache.set(r, (i) => cols[r].baseUpdated(i) - (rnd(stream, i, 98) % 2_592_000_000_000));
     }

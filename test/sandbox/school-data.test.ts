@@ -37,3 +37,12 @@ describe('SchoolData', () => {
     }
   });
 });
+
+describe('huge schools', () => {
+  it('keep every base updated_at in the past, still growing with the row index', () => {
+    const d = new SchoolData(1, 1, 'UTC', 50_000_000, () => 0);
+    const last = d.updated('achievements', 49_999_999);
+    expect(last).toBeLessThan(Date.now() * 1000);
+    expect(last).toBeGreaterThan(d.updated('achievements', 49_999_998));
+  });
+});
