@@ -33,8 +33,8 @@ export interface TaskSpec {
   tables: Record<string, Row[]>;
 }
 
-const schemaOf = (name: string): TableSchema => {
-  const s = SCHEMAS.find((x) => x.name === name);
+const schemaOf = (name: string, schemas: TableSchema[]): TableSchema => {
+  const s = schemas.find((x) => x.name === name);
   if (!s) throw new Error(`no schema ${name}`);
   return s;
 };
@@ -45,7 +45,14 @@ export function meta(rows: Row[], school: string, runId: string, extractedAt: st
 }
 
 /** Writes the run's files in `format` and its manifest (written last, as the pipeline does). */
-export async function writeRun(dest: string, runId: string, format: Format, tasks: TaskSpec[], purged: Manifest['purged'] = []): Promise<void> {
+export async function writeRun(
+  dest: string,
+  runId: string,
+  format: Format,
+  tasks: TaskSpec[],
+  purged: Manifest['purged'] = [],
+  schemas: TableSchema[] = SCHEMAS,
+): Promise<void> {
   const extractedAt = runIdToIso(runId);
   const mtasks: ManifestTask[] = [];
   for (const task of tasks) {
@@ -55,7 +62,7 @@ export async function writeRun(dest: string, runId: string, format: Format, task
       counts[table] = rows.length;
       if (rows.length === 0) continue;
       const rel = `${table}/region=uk/school_id=${task.school}/${runId}-${String(files.length + 1).padStart(4, '0')}.${format}`;
-      const bytes = await writeTableFile(join(dest, rel), schemaOf(table), meta(rows, task.school, runId, extractedAt), format);
+      const bytes = await writeTableFile(join(dest, rel), schemaOf(table, schemas), meta(rows, task.school, runId, extractedAt), format);
       files.push({ table, path: rel, rows: rows.length, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
     }
     const status = task.status ?? 'committed';
