@@ -21,7 +21,9 @@ export function readManifests(dir: string): CommittedTask[] {
   if (!existsSync(mdir)) return [];
   const seen = new Set<string>();
   const out: CommittedTask[] = [];
+  const purgedAt = new Map<string, string>(); // school -> run_id of its latest purge
   const add = (m: Manifest) => {
+    for (const p of m.purged ?? []) if ((purgedAt.get(p.school_id) ?? '') < m.run_id) purgedAt.set(p.school_id, m.run_id);
     for (const t of m.tasks) {
       if (t.status !== 'committed') continue;
       const key = `${m.run_id}|${t.school_id}|${t.resource}`;
@@ -35,7 +37,8 @@ export function readManifests(dir: string): CommittedTask[] {
     if (name.endsWith('.json')) add(JSON.parse(readFileSync(p, 'utf8')) as Manifest);
     else for (const part of readdirSync(p).sort()) add(JSON.parse(readFileSync(join(p, part), 'utf8')) as Manifest);
   }
-  return out.sort((a, b) => a.run_id.localeCompare(b.run_id));
+  // A purge (access revoked) removed the school's files: what came before it is gone.
+  return out.filter((t) => !(purgedAt.get(t.school_id) && t.run_id < purgedAt.get(t.school_id)!)).sort((a, b) => a.run_id.localeCompare(b.run_id));
 }
 
 export async function readRows(dir: string, relPath: string, schema: TableSchema): Promise<Row[]> {
