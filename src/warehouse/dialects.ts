@@ -15,6 +15,12 @@ export interface Dialect {
   finalType(t: ColumnType): string;
   /** Expression turning a raw column into the final column (JSON text → VARIANT in Snowflake). */
   finalValue(expr: string, t: ColumnType): string;
+  /**
+   * Whether raw tables declare the metadata columns NOT NULL. BigQuery refuses to load a Parquet
+   * column (optional, as Parquet writers declare them) into a REQUIRED column, so it checks them
+   * in the final tables only.
+   */
+  rawNotNull: boolean;
   /** Descending order with NULLs last (a row without updated_at is never "latest" by it). */
   descNullsLast: string;
 }
@@ -40,6 +46,7 @@ export function duckdbDialect(): Dialect {
     finalType: (t) => DUCKDB_TYPES[t],
     finalValue: (e) => e,
     descNullsLast: 'DESC NULLS LAST',
+    rawNotNull: true,
   };
 }
 
@@ -63,6 +70,7 @@ export function bigqueryDialect(dataset: string): Dialect {
     finalType: (t) => BIGQUERY_TYPES[t],
     finalValue: (e) => e,
     descNullsLast: 'DESC', // BigQuery's default for DESC is NULLS LAST
+    rawNotNull: false,
   };
 }
 
@@ -97,5 +105,6 @@ export function snowflakeDialect(schema?: string): Dialect {
     finalType: (t) => SNOWFLAKE_TYPES[t],
     finalValue: (e, t) => (t === 'json' ? `PARSE_JSON(${e})` : e),
     descNullsLast: 'DESC NULLS LAST', // Snowflake puts NULLs first in DESC by default
+    rawNotNull: true,
   };
 }

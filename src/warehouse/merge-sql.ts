@@ -24,7 +24,7 @@ export function tableDdl(t: TablePlan, d: Dialect): string[] {
       .map((c) => {
         const type = final ? d.finalType(c.type) : d.rawType(c.type);
         // Only metadata columns are NOT NULL in raw tables: a scope can null any declared field.
-        const notNull = c.name.startsWith('_') && !c.nullable ? ' NOT NULL' : '';
+        const notNull = c.name.startsWith('_') && !c.nullable && (final || d.rawNotNull) ? ' NOT NULL' : '';
         return `${d.ident(c.name)} ${type}${notNull}`;
       })
       .join(', ');

@@ -6,23 +6,23 @@ CREATE TABLE IF NOT EXISTS `schools_ds._school_export_runs` (`run_id` STRING NOT
 
 CREATE TABLE IF NOT EXISTS `schools_ds._school_export_snapshots` (`run_id` STRING NOT NULL, `school_id` STRING NOT NULL, `table_name` STRING NOT NULL);
 
-CREATE TABLE IF NOT EXISTS `schools_ds._raw_achievements` (`id` STRING, `points` INT64, `score` FLOAT64, `comment` STRING, `parents_notified` BOOL, `details` STRING, `updated_at` TIMESTAMP, `updated_at__timezone` STRING, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
+CREATE TABLE IF NOT EXISTS `schools_ds._raw_achievements` (`id` STRING, `points` INT64, `score` FLOAT64, `comment` STRING, `parents_notified` BOOL, `details` STRING, `updated_at` TIMESTAMP, `updated_at__timezone` STRING, `_school_id` STRING, `_region` STRING, `_run_id` STRING, `_extracted_at` TIMESTAMP, `_extra` STRING);
 
 CREATE TABLE IF NOT EXISTS `schools_ds.achievements` (`id` STRING, `points` INT64, `score` FLOAT64, `comment` STRING, `parents_notified` BOOL, `details` STRING, `updated_at` TIMESTAMP, `updated_at__timezone` STRING, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
 
-CREATE TABLE IF NOT EXISTS `schools_ds._raw_school_meta` (`online` BOOL, `approved` BOOL, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
+CREATE TABLE IF NOT EXISTS `schools_ds._raw_school_meta` (`online` BOOL, `approved` BOOL, `_school_id` STRING, `_region` STRING, `_run_id` STRING, `_extracted_at` TIMESTAMP, `_extra` STRING);
 
 CREATE TABLE IF NOT EXISTS `schools_ds.school_meta` (`online` BOOL, `approved` BOOL, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
 
-CREATE TABLE IF NOT EXISTS `schools_ds._raw_school_permissions` (`identity` STRING, `approved` BOOL, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
+CREATE TABLE IF NOT EXISTS `schools_ds._raw_school_permissions` (`identity` STRING, `approved` BOOL, `_school_id` STRING, `_region` STRING, `_run_id` STRING, `_extracted_at` TIMESTAMP, `_extra` STRING);
 
 CREATE TABLE IF NOT EXISTS `schools_ds.school_permissions` (`identity` STRING, `approved` BOOL, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
 
-CREATE TABLE IF NOT EXISTS `schools_ds._raw_deletions` (`type` STRING, `id` STRING, `mis_id` STRING, `deleted_at` TIMESTAMP, `deleted_at__timezone` STRING, `restored_at` TIMESTAMP, `restored_at__timezone` STRING, `detected_by` STRING, `table` STRING, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
+CREATE TABLE IF NOT EXISTS `schools_ds._raw_deletions` (`type` STRING, `id` STRING, `mis_id` STRING, `deleted_at` TIMESTAMP, `deleted_at__timezone` STRING, `restored_at` TIMESTAMP, `restored_at__timezone` STRING, `detected_by` STRING, `table` STRING, `_school_id` STRING, `_region` STRING, `_run_id` STRING, `_extracted_at` TIMESTAMP, `_extra` STRING);
 
 CREATE TABLE IF NOT EXISTS `schools_ds.deletions` (`type` STRING, `id` STRING, `mis_id` STRING, `deleted_at` TIMESTAMP, `deleted_at__timezone` STRING, `restored_at` TIMESTAMP, `restored_at__timezone` STRING, `detected_by` STRING, `table` STRING, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
 
-CREATE TABLE IF NOT EXISTS `schools_ds._raw_achievement_students` (`achievement_id` STRING, `id` STRING, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
+CREATE TABLE IF NOT EXISTS `schools_ds._raw_achievement_students` (`achievement_id` STRING, `id` STRING, `_school_id` STRING, `_region` STRING, `_run_id` STRING, `_extracted_at` TIMESTAMP, `_extra` STRING);
 
 CREATE TABLE IF NOT EXISTS `schools_ds.achievement_students` (`achievement_id` STRING, `id` STRING, `_school_id` STRING NOT NULL, `_region` STRING NOT NULL, `_run_id` STRING NOT NULL, `_extracted_at` TIMESTAMP NOT NULL, `_extra` STRING);
 
