@@ -5,6 +5,7 @@
  */
 import { arraySource, type KeySource, type Window } from './collection.ts';
 import { dt, type Micros } from './time.ts';
+import { KIND, makeId } from './record-ids.ts';
 
 export const DELETION_TYPES = [
   'achievement', 'attendance_summary', 'behaviour', 'class', 'person', 'employee', 'student_pre_admission', 'student',
@@ -59,4 +60,16 @@ export class DeletionLog {
     if (e.restored !== null && RESTORABLE_TYPES.has(e.type)) out.restored_at = dt(e.restored, zone);
     return out;
   }
+}
+
+/** The records every school starts with: several types, some restored (of which only some show it). */
+export function seedDeletions(log: DeletionLog, ord: number, studentId: (i: number) => string): void {
+  const types = ['student', 'contact', 'class', 'lesson', 'achievement', 'employee', 'group', 'room', 'student_leaver', 'behaviour'];
+  const t0 = Date.parse('2024-02-01T10:00:00Z') * 1000 + ord * 60_000_000;
+  types.forEach((type, k) => {
+    const deleted = t0 + k * 5 * 86_400_000_000 + (k === 3 ? 123_456 : 0);
+    const id = type === 'student' ? studentId(1000 + k) : makeId(0, ord, KIND.other, k);
+    const e = log.add({ type, id, mis_id: `DEL-${k}`, deleted });
+    if (k % 3 === 0) e.restored = deleted + 2 * 86_400_000_000;
+  });
 }

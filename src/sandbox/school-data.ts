@@ -4,7 +4,9 @@
  * advancing updated_at from the shared clock.
  */
 import { LazyCollection } from './collection.ts';
-import { DeletionLog, type DeletionEntry } from './deletions.ts';
+import { BASE_SPAN_US, DELETION_TYPE, RESOURCES, TIMELINE, type ResourceName } from './resource-names.ts';
+import { EmbeddedPeople } from './embedded-people.ts';
+import { DeletionLog, seedDeletions, type DeletionEntry } from './deletions.ts';
 import { rnd, streamSeed } from './hash.ts';
 import { KIND, makeId, parseId } from './record-ids.ts';
 import { EMPLOYEES_PER_SCHOOL, STUDENTS_PER_SCHOOL, renderEmployee, renderStudent, type PersonCtx } from './people.ts';
@@ -12,37 +14,7 @@ import { ATTRIBUTES_PER_SCHOOL, achievementBase, attributeFields, type Achieveme
 import * as A from './assessment.ts';
 import type { Micros } from './time.ts';
 
-export const RESOURCES = [
-  'achievements', 'achievement_attributes', 'students', 'employees',
-  'assessment_aspects', 'assessment_resultsets', 'assessment_results',
-] as const;
-export type ResourceName = (typeof RESOURCES)[number];
-
-const ALIASES: Record<string, ResourceName> = {
-  attributes: 'achievement_attributes', aspects: 'assessment_aspects', results: 'assessment_results', resultsets: 'assessment_resultsets',
-};
-
-export function resourceName(name: string): ResourceName | null {
-  if ((RESOURCES as readonly string[]).includes(name)) return name as ResourceName;
-  return ALIASES[name] ?? null;
-}
-
-/** Deletion type recorded when a row of the resource is removed; assessment items and attributes have none. */
-const DELETION_TYPE: Partial<Record<ResourceName, string>> = { achievements: 'achievement', students: 'student', employees: 'employee' };
-
-/** Base timeline per resource: first updated_at, spacing, and a jitter below the spacing (so updated_at grows with i). */
-const TIMELINE: Record<ResourceName, { start: string; stepUs: number }> = {
-  achievements: { start: '2024-01-10T08:00:00Z', stepUs: 20_000_000 },
-  achievement_attributes: { start: '2023-09-01T07:00:00Z', stepUs: 86_400_000_000 },
-  students: { start: '2023-09-02T07:00:00Z', stepUs: 3_600_000_000 },
-  employees: { start: '2023-09-03T07:00:00Z', stepUs: 3_600_000_000 },
-  assessment_aspects: { start: '2024-02-01T09:00:00Z', stepUs: 86_400_000_000 },
-  assessment_resultsets: { start: '2024-02-15T09:00:00Z', stepUs: 86_400_000_000 },
-  assessment_results: { start: '2024-03-01T09:00:00Z', stepUs: 600_000_000 },
-};
-
-/** Base rows' updated_at stay within this span from their start (about 18 months). */
-const BASE_SPAN_US = 47_000_000_000_000;
+export { RESOURCES, resourceName, type ResourceName } from './resource-names.ts';
 
 export interface Scope {
   full: boolean;
@@ -59,6 +31,10 @@ export class SchoolData {
   readonly deletions = new DeletionLog();
   private readonly streams: Record<ResourceName, number>;
   private readonly baseCreatedCache = new Map<ResourceName, (i: number) => Micros>();
+  private readonly embedded = new EmbeddedPeople(
+    (r, i) => this.cols[r].exists(i),
+    (r, i) => this.render(r, i, NO_INCLUDES, { full: true }),
+  );
 
   constructor(
     readonly seed: number,
@@ -84,7 +60,7 @@ export class SchoolData {
     }
     this.streams = streams;
     this.cols = cols;
-    this.seedDeletions();
+    seedDeletions(this.deletions, this.ord, (i) => this.id('students', i));
   }
 
   id(r: ResourceName, i: number): string {
@@ -145,8 +121,8 @@ export class SchoolData {
       if (!scope.full) out.comment = null;
       if (includes.size === 0) return out;
       const links = this.cols.achievements.entry(i)?.links;
-      if (includes.has('students')) out.students = { data: this.people('students', links?.students ?? b.students) };
-      if (includes.has('employees')) out.employees = { data: this.people('employees', links?.employees ?? b.employees) };
+      if (includes.has('students')) out.students = { data: this.embedded.objectsOf('students', links?.students ?? b.students) };
+      if (includes.has('employees')) out.employees = { data: this.embedded.objectsOf('employees', links?.employees ?? b.employees) };
       return out;
     }
     const created = this.created(r, i);
@@ -177,7 +153,7 @@ export class SchoolData {
         out = { ...head, mis_id: f.mis_id, result: f.result, grade_value: f.grade_value, student: this.id('students', l.student),
           aspect: this.id('assessment_aspects', l.aspect), resultset: this.id('assessment_resultsets', l.resultset),
           collection_date: f.collection_date, result_date: f.result_date, created_at: f.created_at, updated_at: f.updated_at, ...patch };
-        if (includes.has('student')) out.student = { data: this.people('students', [l.student]) };
+        if (includes.has('student')) out.student = { data: this.embedded.objectsOf('students', [l.student]) };
         if (includes.has('aspect')) out.aspect = { data: this.live('assessment_aspects', [l.aspect], scope) };
         if (includes.has('resultset')) out.resultset = { data: this.live('assessment_resultsets', [l.resultset], scope) };
         return out;
@@ -187,43 +163,6 @@ export class SchoolData {
 
   private assess(): A.AssessCtx {
     return { stream: this.streams.assessment_results, zone: this.zone };
-  }
-
-  /** Embedded people are shared by many rows: cached until their resource or the generation changes. */
-  private peopleCache = { students: new Map<number, Rec>(), employees: new Map<number, Rec>() };
-
-  private people(r: 'students' | 'employees', idx: number[]): Rec[] {
-    const cache = this.peopleCache[r];
-    const out: Rec[] = [];
-    for (const i of idx) {
-      let rec = cache.get(i);
-      if (rec === undefined) {
-        if (!this.cols[r].exists(i)) continue;
-        rec = this.render(r, i, NO_INCLUDES, { full: true });
-        cache.set(i, rec);
-      }
-      out.push(rec);
-    }
-    return out;
-  }
-
-  private peopleJsonCache = { students: new Map<number, string>(), employees: new Map<number, string>() };
-
-  /** The embedded people of one row as JSON text (comma-separated objects). */
-  private peopleJson(r: 'students' | 'employees', idx: number[]): string {
-    const cache = this.peopleJsonCache[r];
-    let out = '';
-    for (const i of idx) {
-      let text = cache.get(i);
-      if (text === undefined) {
-        const rec = this.people(r, [i]);
-        if (rec.length === 0) continue;
-        text = JSON.stringify(rec[0]);
-        cache.set(i, text);
-      }
-      out += out === '' ? text : ',' + text;
-    }
-    return out;
   }
 
   /** JSON.stringify(render('achievements', ...)), built from cached text for the embedded people. */
@@ -236,16 +175,13 @@ export class SchoolData {
     const text = JSON.stringify(out);
     if (includes.size === 0) return text;
     let more = '';
-    if (includes.has('students')) more += ',"students":{"data":[' + this.peopleJson('students', entry?.links?.students ?? b.students) + ']}';
-    if (includes.has('employees')) more += ',"employees":{"data":[' + this.peopleJson('employees', entry?.links?.employees ?? b.employees) + ']}';
+    if (includes.has('students')) more += ',"students":{"data":[' + this.embedded.jsonOf('students', entry?.links?.students ?? b.students) + ']}';
+    if (includes.has('employees')) more += ',"employees":{"data":[' + this.embedded.jsonOf('employees', entry?.links?.employees ?? b.employees) + ']}';
     return text.slice(0, -1) + more + '}';
   }
 
   private changed(r: ResourceName): void {
-    if (r === 'students' || r === 'employees') {
-      this.peopleCache[r].clear();
-      this.peopleJsonCache[r].clear();
-    }
+    this.embedded.invalidate(r);
   }
 
   /** A completed migration: every id of the school changes. */
@@ -316,17 +252,5 @@ export class SchoolData {
     this.changed(r);
     if (links || patch) this.cols[r].touch(i, { updated: this.updated(r, i), ...(links ? { links } : {}), ...(patch ? { patch } : {}) });
     return i;
-  }
-
-  private seedDeletions(): void {
-    const types = ['student', 'contact', 'class', 'lesson', 'achievement', 'employee', 'group', 'room', 'student_leaver', 'behaviour'];
-    const t0 = Date.parse('2024-02-01T10:00:00Z') * 1000 + this.ord * 60_000_000;
-    types.forEach((type, k) => {
-      const deleted = t0 + k * 5 * 86_400_000_000 + (k === 3 ? 123_456 : 0);
-      const id = type === 'student' ? this.id('students', 1000 + k) : makeId(0, this.ord, KIND.other, k);
-      const e = this.deletions.add({ type, id, mis_id: `DEL-${k}`, deleted });
-      // Restored records, including one whose type does not show restored_at.
-      if (k % 3 === 0) e.restored = deleted + 2 * 86_400_000_000;
-    });
   }
 }
