@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,8 +10,9 @@ import type { WarehouseSource } from './manifests.ts';
 
 /**
  * Gives DuckDB a local path for a manifest-listed file: the file itself on a local destination,
- * a temporary copy otherwise (DuckDB cannot reach S3 here: no httpfs). The Sink only reads whole
- * files into memory, so one remote file at a time is held; the copy is removed after staging.
+ * a temporary copy otherwise (DuckDB cannot reach S3 here: no httpfs). A source with readStream
+ * is copied in a stream; the Sink's read() holds one whole file in memory. The copy is removed
+ * after staging.
  */
 export interface LocalFiles {
   get(f: ManifestFile): Promise<{ path: string; release(): Promise<void> }>;
@@ -21,21 +22,45 @@ export interface LocalFiles {
 export function localFiles(src: WarehouseSource, opts: { verify: boolean }): LocalFiles {
   let dir: string | undefined;
   let n = 0;
+  const missing = (f: ManifestFile) => new ExportError('E_STATE', `${f.path} is listed in a manifest but missing from the destination`);
   return {
     async get(f) {
       if (src.localPath) {
         const path = src.localPath(f.path);
-        if (opts.verify) await checkSha(f, await sha256OfFile(path, f.path));
+        if (opts.verify) checkSha(f, await sha256OfFile(path, f.path));
         return { path, release: async () => {} };
       }
-      const buf = await src.read(f.path);
-      if (!buf) throw new ExportError('E_STATE', `${f.path} is listed in a manifest but missing from the destination`);
-      if (opts.verify) await checkSha(f, createHash('sha256').update(buf).digest('hex'));
       dir ??= await mkdtemp(join(tmpdir(), 'school-export-load-'));
       // Keep the extension: DuckDB picks gzip decompression from it.
       const path = join(dir, `${n++}-${f.path.slice(f.path.lastIndexOf('/') + 1)}`);
-      await writeFile(path, buf);
-      return { path, release: () => rm(path, { force: true }) };
+      const release = () => rm(path, { force: true });
+      try {
+        const hash = createHash('sha256');
+        if (src.readStream) {
+          const stream = await src.readStream(f.path);
+          if (!stream) throw missing(f);
+          await pipeline(
+            stream,
+            async function* (chunks: AsyncIterable<Buffer>) {
+              for await (const chunk of chunks) {
+                hash.update(chunk);
+                yield chunk;
+              }
+            },
+            createWriteStream(path),
+          );
+        } else {
+          const buf = await src.read(f.path);
+          if (!buf) throw missing(f);
+          hash.update(buf);
+          await writeFile(path, buf);
+        }
+        if (opts.verify) checkSha(f, hash.digest('hex'));
+      } catch (e) {
+        await release();
+        throw e;
+      }
+      return { path, release };
     },
     async close() {
       if (dir) await rm(dir, { recursive: true, force: true });
@@ -53,7 +78,7 @@ async function sha256OfFile(path: string, rel: string): Promise<string> {
   return h.digest('hex');
 }
 
-async function checkSha(f: ManifestFile, actual: string): Promise<void> {
+function checkSha(f: ManifestFile, actual: string): void {
   if (f.sha256 && f.sha256 !== actual) {
     throw new ExportError('E_STATE', `${f.path} does not match the checksum its manifest recorded: it changed after the run committed`);
   }

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { ExportError } from '../errors.ts';
 import type { Manifest, ManifestFile } from '../manifest/types.ts';
 import { DELETIONS_TABLE } from './plan.ts';
@@ -8,6 +9,8 @@ export interface WarehouseSource {
   read(relPath: string): Promise<Buffer | undefined>;
   list(prefix: string): Promise<string[]>;
   localPath?(relPath: string): string;
+  /** Streams a file (not in Sink yet): when present, remote files are copied without buffering them whole. */
+  readStream?(relPath: string): Promise<Readable | undefined>;
 }
 
 export const MANIFEST_DIR = '_manifests/';

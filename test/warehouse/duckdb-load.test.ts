@@ -212,6 +212,11 @@ describe('loadIntoDuckDb rules', () => {
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A13', 'A2/A10']);
 
     await writeLaterRuns('parquet');
+    // A streaming source: each file is copied to a temporary file in a stream.
+    const streamed = join(dir, 'streamed.duckdb');
+    const s = await loadIntoDuckDb({ sink: dirSource(dest, { local: false, stream: true }), dbPath: streamed, tables: SCHEMAS });
+    expect(s.appliedRuns).toEqual([R1, R2, R3, R4]);
+    expect(ids(await dump(streamed, ACH_SQL))).toEqual(['A1/A10', 'A1/A12', 'A1/A14', 'A2/A10']);
     // Overwrite a listed file of run 4 with other content: its checksum no longer matches.
     const rel = `achievements/region=uk/school_id=A1/${R4}-0001.parquet`;
     await writeTableFile(join(dest, rel), SCHEMAS[0], meta([ach('A66', 6, '2024-04-01')], 'A1', R4, '2024-04-01T00:00:00.000000Z'), 'parquet');

@@ -1,5 +1,6 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { createHash } from 'node:crypto';
+import { createReadStream, existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -138,7 +139,7 @@ async function writeParquetWithDuckDb(path: string, schema: TableSchema, ndjson:
 }
 
 /** A destination directory seen through the Sink methods the loader uses. */
-export function dirSource(dest: string, opts: { local: boolean }): WarehouseSource {
+export function dirSource(dest: string, opts: { local: boolean; stream?: boolean }): WarehouseSource {
   const src: WarehouseSource = {
     url: `file://${dest}`,
     async read(rel) {
@@ -159,6 +160,7 @@ export function dirSource(dest: string, opts: { local: boolean }): WarehouseSour
     },
   };
   if (opts.local) src.localPath = (rel) => join(dest, rel);
+  if (opts.stream) src.readStream = async (rel) => (existsSync(join(dest, rel)) ? createReadStream(join(dest, rel)) : undefined);
   return src;
 }
 
