@@ -96,13 +96,21 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
         continue;
       }
       const ctx: Ctx = { world, region: l.region, isDefault: l.isDefault, url, req, res, token: info, scope: world.scopeOf(info) };
-      const reply = await handler(ctx, m.slice(1).map(decodeURIComponent));
+      const reply = await handler(ctx, m.slice(1).map(decodeSegment));
       return sendJson(req, res, reply.status ?? 200, reply.body, { truncateGzip: fault?.kind === 'truncated-gzip' });
     }
     throw methodMismatch ? new HttpError(405, `${req.method} is not allowed on ${url.pathname}`) : new HttpError(404, `no such route: ${url.pathname}`);
   } catch (e) {
     if (e instanceof HttpError) return sendError(req, res, e);
     throw e;
+  }
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, 'malformed percent-encoding in the path');
   }
 }
 
