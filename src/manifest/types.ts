@@ -37,7 +37,7 @@ export interface ManifestTask {
 
 export interface Manifest {
   version: 1;
-  run_id: string; // sortable: '20261122T011558Z-3f9a' — loaders apply runs in run_id order
+  run_id: string; // sortable: '20261122T011558.123Z-3f9a' — loaders apply runs in run_id order
   started_at: string; // ISO 8601 UTC
   finished_at: string;
   format: 'ndjson' | 'csv' | 'parquet';

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { newRunId } from '../manifest/run-id.ts';
 import type { Sink } from '../sink/types.ts';
 import type { Manifest } from '../manifest/types.ts';
 import { assertSafeId } from '../ids.ts';
@@ -38,10 +39,9 @@ export function regionOf(path: string): string {
   return /(?:^|\/)region=([^/]+)\//.exec(path)?.[1] ?? 'unknown';
 }
 
-/** Sortable like run ids ('20261122T011558Z-...'), marked as a purge. */
+/** Sorts with run ids (a purge orders against the runs around it), marked as a purge. */
 export function purgeRunId(now: Date): string {
-  const ts = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  return `${ts}-purge-${randomBytes(2).toString('hex')}`;
+  return newRunId(now, undefined, 'purge');
 }
 
 export async function purgeSchool(sink: Sink, schoolId: string, reason: string, now = new Date()): Promise<PurgeResult> {

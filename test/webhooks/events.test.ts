@@ -56,6 +56,6 @@ describe('purge selection', () => {
   });
 
   it('purge run ids sort with run ids', () => {
-    expect(purgeRunId(new Date('2026-11-22T01:15:58.123Z'))).toMatch(/^20261122T011558Z-purge-[0-9a-f]{4}$/);
+    expect(purgeRunId(new Date('2026-11-22T01:15:58.123Z'))).toMatch(/^20261122T011558\.123Z-purge-[0-9a-f]{4}$/);
   });
 });

@@ -169,7 +169,7 @@ describe('webhook receiver: payloads acted on', () => {
     const left = await sink.list('');
     for (const p of mine) expect(left).not.toContain(p);
     for (const p of others) expect(left).toContain(p);
-    const manifests = left.filter((p) => /^_manifests\/\d{8}T\d{6}Z-purge-[0-9a-f]{4}\.json$/.test(p));
+    const manifests = left.filter((p) => /^_manifests\/\d{8}T\d{6}\.\d{3}Z-purge-[0-9a-f]{4}\.json$/.test(p));
     expect(manifests).toHaveLength(1);
     const m = JSON.parse((await sink.read(manifests[0]!))!.toString()) as Manifest;
     expect(m).toMatchObject({ version: 1, status: 'ok', tasks: [], purged: [{ school_id: 'A1001', region: 'uk', reason: 'accessDeclined: Not now', files_removed: 4 }] });
