@@ -1,5 +1,5 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { ExportError } from '../errors.ts';
+import { ConfigError, ExportError, oneLine } from '../errors.ts';
 import type { ManifestFile } from '../manifest/types.ts';
 import type { TableSchema } from '../table.ts';
 import { localFiles, type LocalFiles } from './fetch-file.ts';
@@ -47,7 +47,9 @@ export interface LoadResult {
 export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const plan = buildPlan(opts.tables);
   const progress = opts.onProgress ?? (() => {});
-  const instance = await DuckDBInstance.create(opts.dbPath);
+  const instance = await DuckDBInstance.create(opts.dbPath).catch((e: unknown) => {
+    throw new ConfigError(`cannot open the DuckDB database ${opts.dbPath} (${oneLine(e)}): give a writable path not open in another process`);
+  });
   const conn = await instance.connect();
   const files = localFiles(opts.sink, { verify: opts.verifyChecksums ?? true });
   try {

@@ -57,5 +57,9 @@ describe('warehouse commands', () => {
   it('refuses a bad --into and a --dest that is not an export', async () => {
     await expect(warehouseLoad({ dest: join(dir, 'export'), into: 'sqlite:x.db', tables: SCHEMAS })).rejects.toMatchObject({ code: 'E_CONFIG' });
     await expect(warehouseLoad({ dest: join(dir, 'nope'), into: `duckdb:${join(dir, 'x.duckdb')}`, tables: SCHEMAS })).rejects.toMatchObject({ code: 'E_CONFIG' });
+    await expect(warehouseLoad({ dest: join(dir, 'export'), into: `duckdb:${join(dir, 'no-such-dir', 'x.duckdb')}`, tables: SCHEMAS })).rejects.toMatchObject({
+      code: 'E_CONFIG',
+      message: expect.stringContaining('cannot open the DuckDB database'),
+    });
   });
 });
