@@ -50,8 +50,8 @@ function latestDeletions(plan: Plan, t: TablePlan, d: Dialect): string {
   if (!del) throw new Error('latestDeletions without a deletions table');
   const c = (n: string): string => d.ident(n);
   return (
-    `SELECT dl.${c('_school_id')}, dl.${c('id')}, dl.${c('deleted_at')}, dl.${c('restored_at')} FROM (` +
-    `SELECT x.${c('_school_id')}, x.${c('table')}, x.${c('id')}, x.${c('deleted_at')}, x.${c('restored_at')}, ` +
+    `SELECT dl.${c('_school_id')}, dl.${c('id')}, dl.${c('deleted_at')}, dl.${c('restored_at')}, dl.${c('_extracted_at')} FROM (` +
+    `SELECT x.${c('_school_id')}, x.${c('table')}, x.${c('id')}, x.${c('deleted_at')}, x.${c('restored_at')}, x.${c('_extracted_at')}, ` +
     `ROW_NUMBER() OVER (PARTITION BY x.${c('_school_id')}, x.${c('table')}, x.${c('id')} ORDER BY ${orderBy(del, d, 'x')}) AS ${c('_rn')} ` +
     `FROM ${d.table(rawName(del.name))} AS x WHERE x.${c('table')} = ${sqlString(t.name)}` +
     `) AS dl WHERE dl.${c('_rn')} = 1`
@@ -66,14 +66,18 @@ function topLevelSource(plan: Plan, t: TablePlan, d: Dialect): string {
     ...(t.appliesDeletions
       ? [
           `(del.${c('deleted_at')} IS NOT NULL AND (del.${c('restored_at')} IS NULL OR del.${c('restored_at')} < del.${c('deleted_at')})` +
-            ` AND del.${c('deleted_at')} >= ${t.versionOrder[0] === 'updated_at' ? `COALESCE(v.${c('updated_at')}, v.${c('_extracted_at')})` : `v.${c('_extracted_at')}`})`,
+            ` AND del.${c('deleted_at')} >= ${t.versionOrder[0] === 'updated_at' ? `COALESCE(v.${c('updated_at')}, v.${c('_extracted_at')})` : `v.${c('_extracted_at')}`}` +
+            // A row read again after the deletion was recorded exists upstream (a snapshot-detected
+            // deletion of a row that came back carries no restored_at).
+            ` AND v.${c('_last_seen')} <= del.${c('_extracted_at')})`,
         ]
       : []),
   ].join(' OR ');
   return (
     `SELECT ${selectList(t, d, 'v')}, (${gone}) AS ${c('_gone')} FROM (` +
     `SELECT r.*, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'r')} ORDER BY ${orderBy(t, d, 'r')}) AS ${c('_rn')}, ` +
-    `MAX(r.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_run')} ` +
+    `MAX(r.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_run')}, ` +
+    `MAX(r.${c('_extracted_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_seen')} ` +
     `FROM ${d.table(rawName(t.name))} AS r) AS v ` +
     `LEFT JOIN (SELECT s.${c('school_id')}, MAX(s.${c('run_id')}) AS ${c('run_id')} FROM ${d.table(SNAPSHOTS_TABLE)} AS s ` +
     `WHERE s.${c('table_name')} = ${sqlString(t.name)} GROUP BY s.${c('school_id')}) AS snap ON snap.${c('school_id')} = v.${c('_school_id')} ` +

@@ -164,6 +164,26 @@ describe('loadIntoDuckDb rules', () => {
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10']);
   });
 
+  it('brings back a row read again after a snapshot-detected deletion (no restored_at)', async () => {
+    await writeRun(dest, R1, 'ndjson', [
+      { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 1, '2024-01-01')] } },
+    ]);
+    // Run 2's snapshot missed A11 (an upstream glitch): the pipeline derived a deletion.
+    await writeRun(dest, R2, 'ndjson', [
+      { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [ach('A10', 1, '2024-01-01')] } },
+      { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [{ ...del('A11', '2024-02-01'), detected_by: 'snapshot' }] } },
+    ]);
+    const sink = dirSource(dest, { local: true });
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10']);
+    // Run 3's snapshot has A11 again, unchanged (same updated_at, older than the deletion).
+    await writeRun(dest, R3, 'ndjson', [
+      { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 1, '2024-01-01')] } },
+    ]);
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A11']);
+  });
+
   it('gives the same tables with compacted and with full staged history', async () => {
     const sink = dirSource(dest, { local: true });
     const full = join(dir, 'full.duckdb');
