@@ -1,7 +1,9 @@
 import { EXTRA_COLUMN, type ColumnType } from '../table.ts';
 import { duckdbDialect, sqlString } from './dialects.ts';
 import { ddlStatements, mergeStatements } from './merge-sql.ts';
+import type { Manifest } from '../manifest/types.ts';
 import { RUNS_TABLE, SNAPSHOTS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
+import { runRecords } from './run-records.ts';
 
 /**
  * The DuckDB rendering: the statements loadIntoDuckDb runs. Staging one file is one INSERT ...
@@ -57,8 +59,8 @@ function castTo(expr: string, type: ColumnType): string {
 
 function reader(format: 'csv' | 'parquet', absPath: string): string {
   return format === 'csv'
-    ? `read_csv(${sqlString(absPath)}, header = true, all_varchar = true, allow_quoted_nulls = false, hive_partitioning = false)`
-    : `read_parquet(${sqlString(absPath)}, hive_partitioning = false)`;
+    ? `read_csv(${sqlString(absPath)}, header = true, all_varchar = true, allow_quoted_nulls = false, hive_partitioning = false, union_by_name = true)`
+    : `read_parquet(${sqlString(absPath)}, hive_partitioning = false, union_by_name = true)`;
 }
 
 export function recordRunSql(runId: string, manifestPath: string): string {
@@ -87,19 +89,28 @@ export const duckdbDdl = (plan: Plan): string[] => ddlStatements(plan, d);
 export const duckdbMerges = (plan: Plan): string[] => mergeStatements(plan, d);
 
 /**
- * Statements for the DuckDB CLI: loads every file under each table's folder of a local export.
- * It globs, so unlike loadIntoDuckDb it would load a file no manifest lists (left by a crash),
- * and it knows no full snapshots.
+ * Statements for the DuckDB CLI over a local export. With the manifests, each committed file is
+ * staged by its own statement (its format from its extension) and the runs and snapshots are
+ * recorded; without them each table's folder is globbed (a file left by a crash would load, a
+ * folder without files fails, full snapshots are unknown). `warehouse load` does the same as the
+ * manifest form and also checks checksums and skips runs already applied.
  */
-export function renderDuckDb(plan: Plan, location: string, format: FileFormat): string[] {
+export function renderDuckDb(plan: Plan, location: string, manifests?: readonly Manifest[]): string[] {
   const base = location.replace(/\/+$/, '');
-  const stage = plan.tables.map((t) => {
-    const glob = `${base}/${t.name}/*/*/*.${format === 'ndjson' ? 'ndjson*' : format}`;
-    if (format === 'ndjson') return stageNdjsonSql(t, glob);
-    const present = new Set(t.columns.map((c) => c.name).filter((n) => n !== '_extra'));
-    return stageByNameSql(t, format, glob, present);
-  });
-  return ["SET TimeZone = 'UTC'", ...duckdbDdl(plan), ...stage, ...duckdbMerges(plan), markMergedSql];
+  const all = (t: TablePlan) => new Set(t.columns.map((c) => c.name)); // the writers write every declared column and _extra
+  const stage = (t: TablePlan, path: string): string => {
+    const format = formatOfPath(path) ?? 'parquet';
+    return format === 'ndjson' ? stageNdjsonSql(t, path) : stageByNameSql(t, format, path, all(t));
+  };
+  const out = ["SET TimeZone = 'UTC'", ...duckdbDdl(plan)];
+  if (manifests) {
+    const rec = runRecords(plan, manifests, d, 'now()');
+    for (const t of plan.tables) for (const f of rec.filesByTable.get(t.name) ?? []) out.push(stage(t, `${base}/${f.path}`));
+    out.push(...rec.statements);
+  } else {
+    for (const t of plan.tables) out.push(stage(t, `${base}/${t.name}/*/*/*.parquet`));
+  }
+  return [...out, ...duckdbMerges(plan), ...compactSql(plan), markMergedSql];
 }
 
 /**

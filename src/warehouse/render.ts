@@ -31,8 +31,7 @@ export function renderSqlStatements(opts: RenderOptions): string[] {
     case 'snowflake':
       return renderSnowflakeStatements(plan, opts.location, { ...opts.snowflake, ...(opts.dataset ? { schema: opts.dataset } : {}) }, opts.manifests);
     case 'duckdb':
-      // DuckDB reads the files itself; `warehouse load` is the manifest-driven way.
-      return renderDuckDb(plan, opts.location, 'parquet');
+      return renderDuckDb(plan, opts.location, opts.manifests);
     default:
       throw new ConfigError(`unknown SQL dialect ${String(opts.dialect)}: use bigquery, snowflake or duckdb`);
   }

@@ -4,7 +4,11 @@ import type { Manifest } from '../../src/manifest/types.ts';
 import { buildPlan } from '../../src/warehouse/plan.ts';
 import { bigQuerySchemaFiles } from '../../src/warehouse/render-bigquery.ts';
 import { renderSql, renderSqlStatements } from '../../src/warehouse/render.ts';
-import { SCHEMAS } from './fixtures.ts';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { dump, SCHEMAS, writeRun } from './fixtures.ts';
 
 const { Parser } = pkg;
 const parser = new Parser();
@@ -127,6 +131,31 @@ describe('renderSql', () => {
     expect(sql).toContain("VALUES ('20240101T000000Z-0001', 'A1', 'achievements'), ('20240101T000000Z-0001', 'A1', 'achievement_students'), ('20240101T000000Z-0001', 'A1', 'school_permissions')");
     expect(sql).toContain('"TABLE" VARCHAR'); // a reserved word as a column name
     await expect(sql).toMatchFileSnapshot('golden/snowflake.sql');
+  });
+
+  it('DuckDB: the rendered script (with manifests) runs and builds the current state', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'wh-render-'));
+    try {
+      const a = (id: string, points: number, day: string) => ({ id, points, updated_at: `2024-01-${day}T00:00:00.000000Z`, house: 'red' });
+      await writeRun(join(dir, 'x'), '20240101T000000Z-0001', 'parquet', [
+        { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [a('A10', 1, '01'), a('A11', 1, '01')], achievement_students: [{ achievement_id: 'A10', id: 'A900' }] } },
+      ]);
+      await writeRun(join(dir, 'x'), '20240102T000000Z-0002', 'csv', [
+        { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [a('A10', 2, '02')] } },
+        { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [{ type: 'achievement', id: 'A11', deleted_at: '2024-01-02T00:00:00.000000Z', detected_by: 'api', table: 'achievements' }] } },
+      ]);
+      const db = join(dir, 'r.duckdb');
+      const inst = await DuckDBInstance.create(db);
+      const c = await inst.connect();
+      const manifests = await Promise.all(['20240101T000000Z-0001', '20240102T000000Z-0002'].map(async (r) => JSON.parse(await readFile(join(dir, 'x', '_manifests', `${r}.json`), 'utf8')) as Manifest));
+      for (const s of renderSqlStatements({ dialect: 'duckdb', location: join(dir, 'x'), tables: SCHEMAS, manifests })) await c.run(s);
+      c.closeSync();
+      inst.closeSync();
+      expect(await dump(db, 'SELECT id, points, _extra::VARCHAR AS x FROM achievements')).toEqual([{ id: 'A10', points: '2', x: '{"house":"red"}' }]);
+      expect(await dump(db, 'SELECT count(*)::INT AS n FROM achievement_students')).toEqual([{ n: 0 }]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('without manifests, loads glob the table folders and say so', () => {
