@@ -3,7 +3,7 @@ import type { Manifest } from '../manifest/types.ts';
 import { bigqueryDialect, sqlString } from './dialects.ts';
 import { ddlStatements, mergeStatements } from './merge-sql.ts';
 import { rawName, type Plan } from './plan.ts';
-import { chunks, markMerged, runRecords } from './run-records.ts';
+import { chunks, markMerged, MAX_STATEMENT_CHARS, runRecords } from './run-records.ts';
 
 /**
  * BigQuery: datasets' tables, LOAD DATA of the Parquet files into _raw_<table> (appends; a type
@@ -15,8 +15,11 @@ const NOW = 'CURRENT_TIMESTAMP()';
 const MAX_URIS = 10_000;
 
 export function renderBigQueryStatements(plan: Plan, location: string, dataset: string, manifests?: readonly Manifest[]): string[] {
-  if (!/^gs:\/\/[a-z0-9][a-z0-9._-]*[a-z0-9](\/|$)/.test(location)) {
+  if (!location.startsWith('gs://')) {
     throw new ConfigError(`BigQuery loads from Cloud Storage: --dest must be gs://bucket/prefix (copy an S3 export with the Storage Transfer Service first), got ${location}`);
+  }
+  if (!/^gs:\/\/[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](\/|$)/.test(location)) {
+    throw new ConfigError(`--dest ${location}: not a valid Cloud Storage bucket name (3-222 lower-case letters, digits, . _ -)`);
   }
   if (!/^[A-Za-z0-9_]{1,1024}$/.test(dataset)) throw new ConfigError(`BigQuery dataset "${dataset}": letters, digits and _ only`);
   const d = bigqueryDialect(dataset);
@@ -28,7 +31,8 @@ export function renderBigQueryStatements(plan: Plan, location: string, dataset: 
     const rec = runRecords(plan, manifests, d, NOW);
     for (const t of plan.tables) {
       const files = rec.filesByTable.get(t.name) ?? [];
-      for (const part of chunks(files, MAX_URIS)) out.push(loadInto(t.name, part.map((f) => `${base}/${f.path}`)));
+      const uris = files.map((f) => `${base}/${f.path}`);
+      for (const part of chunks(uris, MAX_STATEMENT_CHARS, MAX_URIS)) out.push(loadInto(t.name, part));
     }
     out.push(...rec.statements);
   } else {

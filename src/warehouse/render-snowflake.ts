@@ -3,7 +3,7 @@ import type { Manifest } from '../manifest/types.ts';
 import { snowflakeDialect, sqlString } from './dialects.ts';
 import { ddlStatements, mergeStatements } from './merge-sql.ts';
 import { rawName, type Plan } from './plan.ts';
-import { chunks, markMerged, runRecords } from './run-records.ts';
+import { chunks, markMerged, MAX_STATEMENT_CHARS, runRecords } from './run-records.ts';
 
 /**
  * Snowflake: an external stage on the export, COPY INTO _raw_<table> by column name with Parquet
@@ -45,7 +45,7 @@ export function renderSnowflakeStatements(plan: Plan, location: string, opts: Sn
     const rec = runRecords(plan, manifests, d, NOW);
     for (const t of plan.tables) {
       const files = (rec.filesByTable.get(t.name) ?? []).map((f) => f.path.slice(t.name.length + 1));
-      for (const part of chunks(files, MAX_FILES)) out.push(copy(t.name, `FILES = (${part.map(sqlString).join(', ')})`));
+      for (const part of chunks(files.map(sqlString), MAX_STATEMENT_CHARS, MAX_FILES)) out.push(copy(t.name, `FILES = (${part.join(', ')})`));
     }
     out.push(...rec.statements);
   } else {

@@ -29,11 +29,11 @@ export function runRecords(plan: Plan, manifests: readonly Manifest[], d: Dialec
   }
   const cols = (names: string[]): string => names.map((n) => d.ident(n)).join(', ');
   const statements: string[] = [];
-  if (snaps.length > 0) {
-    statements.push(`INSERT INTO ${d.table(SNAPSHOTS_TABLE)} (${cols(['run_id', 'school_id', 'table_name'])}) VALUES ${snaps.join(', ')}`);
+  for (const part of chunks(snaps, MAX_STATEMENT_CHARS)) {
+    statements.push(`INSERT INTO ${d.table(SNAPSHOTS_TABLE)} (${cols(['run_id', 'school_id', 'table_name'])}) VALUES ${part.join(', ')}`);
   }
-  if (runs.length > 0) {
-    statements.push(`INSERT INTO ${d.table(RUNS_TABLE)} (${cols(['run_id', 'manifest', 'applied_at', 'merged_at'])}) VALUES ${runs.join(', ')}`);
+  for (const part of chunks(runs, MAX_STATEMENT_CHARS)) {
+    statements.push(`INSERT INTO ${d.table(RUNS_TABLE)} (${cols(['run_id', 'manifest', 'applied_at', 'merged_at'])}) VALUES ${part.join(', ')}`);
   }
   return { filesByTable, statements };
 }
@@ -42,9 +42,26 @@ export function markMerged(d: Dialect, now: string): string {
   return `UPDATE ${d.table(RUNS_TABLE)} SET ${d.ident('merged_at')} = ${now} WHERE ${d.ident('merged_at')} IS NULL`;
 }
 
-/** Splits a list into chunks (warehouses cap the files one load statement may name). */
-export function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+/**
+ * BigQuery and Snowflake cap a statement's text at about 1 MB: long lists (file names, snapshot
+ * rows) are split so each statement's list stays well under it.
+ */
+export const MAX_STATEMENT_CHARS = 600_000;
+
+/** Splits a list of rendered items into chunks of at most `maxItems` items and `maxChars` characters. */
+export function chunks(items: readonly string[], maxChars: number, maxItems = Infinity): string[][] {
+  const out: string[][] = [];
+  let cur: string[] = [];
+  let size = 0;
+  for (const item of items) {
+    if (cur.length > 0 && (cur.length >= maxItems || size + item.length + 2 > maxChars)) {
+      out.push(cur);
+      cur = [];
+      size = 0;
+    }
+    cur.push(item);
+    size += item.length + 2;
+  }
+  if (cur.length > 0) out.push(cur);
   return out;
 }

@@ -158,6 +158,23 @@ describe('renderSql', () => {
     }
   });
 
+  it('splits long file lists: 1,000 files per COPY, at most 10,000 URIs and ~600 kB per LOAD DATA', () => {
+    const many = (n: number): Manifest => ({
+      ...MANIFESTS[1],
+      run_id: '20240301T000000Z-0003',
+      tasks: [{ school_id: 'A1', region: 'uk', resource: 'achievements', status: 'committed', mode: 'incremental', files: Array.from({ length: n }, (_, i) => file('achievements', 'A1', '20240301T000000Z-0003', i + 1)), rows: {} }],
+    });
+    const copies = renderSqlStatements({ dialect: 'snowflake', location: 's3://bkt/x', tables: SCHEMAS, manifests: [many(2500)] }).filter((s) => s.startsWith('COPY INTO'));
+    expect(copies.map((s) => s.split('.parquet').length - 1)).toEqual([1000, 1000, 500]);
+    const loads = renderSqlStatements({ dialect: 'bigquery', location: 'gs://bkt/x', tables: SCHEMAS, manifests: [many(12000)] }).filter((s) => s.startsWith('LOAD DATA'));
+    // ~85-character URIs: the statement size cap splits before the 10,000-URI cap does.
+    const counts = loads.map((s) => s.split('.parquet').length - 1);
+    expect(counts.reduce((a, b) => a + b)).toBe(12000);
+    expect(counts.length).toBe(2);
+    expect(Math.max(...counts)).toBeLessThanOrEqual(10000);
+    expect(Math.max(...loads.map((s) => s.length))).toBeLessThan(1_000_000);
+  });
+
   it('without manifests, loads glob the table folders and say so', () => {
     const sql = renderSql({ dialect: 'snowflake', location: 'gs://bucket/x', tables: SCHEMAS });
     expect(sql).toContain("URL = 'gcs://bucket/x/'");
