@@ -9,6 +9,7 @@ export interface Dialect {
   name: 'duckdb' | 'bigquery' | 'snowflake';
   ident(name: string): string;
   table(name: string): string;
+  str(value: string): string;
   /** Type of a column in the raw (staging) table: what the file format loads without loss. */
   rawType(t: ColumnType): string;
   /** Type of a column in the current-state table. */
@@ -25,7 +26,10 @@ export interface Dialect {
   descNullsLast: string;
 }
 
+/** A string literal where backslash escapes (BigQuery, Snowflake). */
 export const sqlString = (s: string): string => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+/** A standard SQL string literal (DuckDB): backslash is an ordinary character. */
+export const standardString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 const DUCKDB_TYPES: Record<ColumnType, string> = {
   string: 'VARCHAR',
@@ -41,6 +45,7 @@ export function duckdbDialect(): Dialect {
   return {
     name: 'duckdb',
     ident: (n) => `"${n}"`,
+    str: standardString,
     table: (n) => `"${n}"`,
     rawType: (t) => DUCKDB_TYPES[t],
     finalType: (t) => DUCKDB_TYPES[t],
@@ -65,6 +70,7 @@ export function bigqueryDialect(dataset: string): Dialect {
   return {
     name: 'bigquery',
     ident: (n) => `\`${n}\``,
+    str: sqlString,
     table: (n) => `\`${dataset}.${n}\``,
     rawType: (t) => BIGQUERY_TYPES[t],
     finalType: (t) => BIGQUERY_TYPES[t],
@@ -98,6 +104,7 @@ export function snowflakeDialect(schema?: string): Dialect {
   return {
     name: 'snowflake',
     ident,
+    str: sqlString,
     table: (n) => (schema ? `${schema}.${ident(n)}` : ident(n)),
     // Staged JSON stays text: PARSE_JSON in the merge fails loudly on bad JSON instead of
     // loading a JSON string into a VARIANT.

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { ExportError } from '../errors.ts';
+import { isSafeId } from '../ids.ts';
 import type { Manifest, ManifestFile } from '../manifest/types.ts';
 import { DELETIONS_TABLE } from './plan.ts';
 
@@ -56,6 +57,12 @@ export interface ManifestLoad {
  * which is a log of events rather than a state; a purge snapshots every table of the school.
  */
 export function manifestLoad(m: Manifest, knownTables: readonly string[]): ManifestLoad {
+  if (!RUN_ID.test(String(m.run_id))) throw new ExportError('E_STATE', `manifest run_id ${JSON.stringify(String(m.run_id)).slice(0, 60)} is not a run id`);
+  // School ids end up in SQL text and paths: only the id form the API uses is accepted.
+  const schoolOf = (id: unknown): string => {
+    if (!isSafeId(id)) throw new ExportError('E_STATE', `manifest ${m.run_id} names an unsafe school id ${JSON.stringify(String(id)).slice(0, 60)}`);
+    return id;
+  };
   const files: ManifestFile[] = [];
   const snapshots = new Map<string, { schoolId: string; table: string }>();
   const snap = (schoolId: string, table: string): void => {
@@ -63,6 +70,7 @@ export function manifestLoad(m: Manifest, knownTables: readonly string[]): Manif
   };
   for (const task of m.tasks) {
     if (task.status !== 'committed') continue;
+    const schoolId = schoolOf(task.school_id);
     for (const f of task.files ?? []) {
       if (!SAFE_REL_PATH.test(f.path) || !f.path.startsWith(`${f.table}/`)) {
         throw new ExportError('E_STATE', `manifest ${m.run_id} lists an unsafe or misplaced file path ${JSON.stringify(f.path).slice(0, 120)}`);
@@ -72,9 +80,9 @@ export function manifestLoad(m: Manifest, knownTables: readonly string[]): Manif
     if (task.mode === 'full') {
       const tables = new Set([...Object.keys(task.rows ?? {}), ...(task.files ?? []).map((f) => f.table)]);
       if (knownTables.includes(task.resource)) tables.add(task.resource);
-      for (const t of tables) if (t !== DELETIONS_TABLE) snap(task.school_id, t);
+      for (const t of tables) if (t !== DELETIONS_TABLE) snap(schoolId, t);
     }
   }
-  for (const p of m.purged ?? []) for (const t of knownTables) snap(p.school_id, t);
+  for (const p of m.purged ?? []) for (const t of knownTables) snap(schoolOf(p.school_id), t);
   return { files, snapshots: [...snapshots.values()] };
 }

@@ -1,5 +1,4 @@
 import type { Dialect } from './dialects.ts';
-import { sqlString } from './dialects.ts';
 import { RUNS_TABLE, SNAPSHOTS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
 
 /**
@@ -53,7 +52,7 @@ function latestDeletions(plan: Plan, t: TablePlan, d: Dialect): string {
     `SELECT dl.${c('_school_id')}, dl.${c('id')}, dl.${c('deleted_at')}, dl.${c('restored_at')}, dl.${c('_extracted_at')} FROM (` +
     `SELECT x.${c('_school_id')}, x.${c('table')}, x.${c('id')}, x.${c('deleted_at')}, x.${c('restored_at')}, x.${c('_extracted_at')}, ` +
     `ROW_NUMBER() OVER (PARTITION BY x.${c('_school_id')}, x.${c('table')}, x.${c('id')} ORDER BY ${orderBy(del, d, 'x')}) AS ${c('_rn')} ` +
-    `FROM ${d.table(rawName(del.name))} AS x WHERE x.${c('table')} = ${sqlString(t.name)}` +
+    `FROM ${d.table(rawName(del.name))} AS x WHERE x.${c('table')} = ${d.str(t.name)}` +
     `) AS dl WHERE dl.${c('_rn')} = 1`
   );
 }
@@ -80,7 +79,7 @@ function topLevelSource(plan: Plan, t: TablePlan, d: Dialect): string {
     `MAX(r.${c('_extracted_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_seen')} ` +
     `FROM ${d.table(rawName(t.name))} AS r) AS v ` +
     `LEFT JOIN (SELECT s.${c('school_id')}, MAX(s.${c('run_id')}) AS ${c('run_id')} FROM ${d.table(SNAPSHOTS_TABLE)} AS s ` +
-    `WHERE s.${c('table_name')} = ${sqlString(t.name)} GROUP BY s.${c('school_id')}) AS snap ON snap.${c('school_id')} = v.${c('_school_id')} ` +
+    `WHERE s.${c('table_name')} = ${d.str(t.name)} GROUP BY s.${c('school_id')}) AS snap ON snap.${c('school_id')} = v.${c('_school_id')} ` +
     (t.appliesDeletions
       ? `LEFT JOIN (${latestDeletions(plan, t, d)}) AS del ON del.${c('_school_id')} = v.${c('_school_id')} AND del.${c('id')} = v.${c('id')} `
       : '') +

@@ -1,5 +1,5 @@
 import { EXTRA_COLUMN, type ColumnType } from '../table.ts';
-import { duckdbDialect, sqlString } from './dialects.ts';
+import { duckdbDialect, standardString as sqlString } from './dialects.ts';
 import { ddlStatements, mergeStatements } from './merge-sql.ts';
 import type { Manifest } from '../manifest/types.ts';
 import { RUNS_TABLE, SNAPSHOTS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';

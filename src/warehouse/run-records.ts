@@ -1,5 +1,5 @@
 import type { Manifest, ManifestFile } from '../manifest/types.ts';
-import { sqlString, type Dialect } from './dialects.ts';
+import type { Dialect } from './dialects.ts';
 import { manifestLoad } from './manifests.ts';
 import { RUNS_TABLE, SNAPSHOTS_TABLE, type Plan } from './plan.ts';
 
@@ -22,9 +22,9 @@ export function runRecords(plan: Plan, manifests: readonly Manifest[], d: Dialec
   for (const m of sorted) {
     const load = manifestLoad(m, known);
     for (const f of load.files) filesByTable.get(f.table)?.push(f);
-    runs.push(`(${sqlString(m.run_id)}, ${sqlString(`_manifests/${m.run_id}.json`)}, ${now}, NULL)`);
+    runs.push(`(${d.str(m.run_id)}, ${d.str(`_manifests/${m.run_id}.json`)}, ${now}, NULL)`);
     for (const s of load.snapshots) {
-      if (known.includes(s.table)) snaps.push(`(${sqlString(m.run_id)}, ${sqlString(s.schoolId)}, ${sqlString(s.table)})`);
+      if (known.includes(s.table)) snaps.push(`(${d.str(m.run_id)}, ${d.str(s.schoolId)}, ${d.str(s.table)})`);
     }
   }
   const cols = (names: string[]): string => names.map((n) => d.ident(n)).join(', ');

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -182,6 +182,21 @@ describe('loadIntoDuckDb rules', () => {
     ]);
     await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A11']);
+  });
+
+  it('refuses a manifest with an unsafe file path or school id', async () => {
+    const bad = async (task: Record<string, unknown>) => {
+      await rm(dest, { recursive: true, force: true });
+      await mkdir(join(dest, '_manifests'), { recursive: true });
+      const m = { version: 1, run_id: R1, started_at: '', finished_at: '', format: 'ndjson', status: 'ok', deletions: [], tasks: [{ school_id: 'A1', region: 'uk', resource: 'achievements', status: 'committed', mode: 'full', files: [], rows: {}, ...task }] };
+      await writeFile(join(dest, '_manifests', `${R1}.json`), JSON.stringify(m));
+      return loadIntoDuckDb({ sink: dirSource(dest, { local: true }), dbPath: db, tables: SCHEMAS });
+    };
+    const file = (path: string) => ({ files: [{ table: 'achievements', path, rows: 1, bytes: 1, sha256: '' }] });
+    await expect(bad(file('achievements/../../etc/passwd'))).rejects.toMatchObject({ code: 'E_STATE', message: expect.stringContaining('unsafe') });
+    await expect(bad(file('schools/region=uk/school_id=A1/x.ndjson'))).rejects.toMatchObject({ code: 'E_STATE', message: expect.stringContaining('misplaced') });
+    await expect(bad({ school_id: "A1'); DROP TABLE achievements; --" })).rejects.toMatchObject({ code: 'E_STATE', message: expect.stringContaining('unsafe school id') });
+    expect(await dump(db, 'SELECT count(*)::INT AS n FROM _school_export_runs')).toEqual([{ n: 0 }]);
   });
 
   it('gives the same tables with compacted and with full staged history', async () => {
