@@ -1,0 +1,92 @@
+/** Runs the sections for a mode and records the results (JSON, table, README). */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { incremental, latency, memory, throughput, type Opts, type Scale } from './sections.ts';
+import { lines, machine, machineLine, table, type Results } from './report.ts';
+
+export type Mode = 'full' | 'quick' | 'tiny';
+
+export const SCALES: Record<Mode, Scale> = {
+  full: {
+    throughput: { schools: 4, rows: 50_000, repeat: 2 },
+    memory: [100_000, 1_000_000],
+    latency: { schools: 50, rows: 3_000, ms: 100, concurrency: [8, 32] },
+    incremental: { schools: 4, rows: 50_000 },
+  },
+  quick: {
+    throughput: { schools: 4, rows: 50_000, repeat: 1 },
+    memory: [100_000],
+    latency: { schools: 50, rows: 3_000, ms: 100, concurrency: [8, 32] },
+    incremental: { schools: 4, rows: 50_000 },
+  },
+  // For the smoke test: every section and every child process, on data small enough for seconds.
+  tiny: {
+    throughput: { schools: 2, rows: 1_500, repeat: 1 },
+    memory: [2_000],
+    latency: { schools: 3, rows: 1_500, ms: 20, concurrency: [2, 4] },
+    incremental: { schools: 2, rows: 3_000 },
+  },
+};
+
+export interface BenchOptions {
+  mode: Mode;
+  /** where results.json goes (default: none) */
+  out?: string;
+  /** README whose table block is replaced */
+  readme?: string;
+  nodeArgs?: string[];
+  log?: (s: string) => void;
+}
+
+export async function runBench(o: BenchOptions): Promise<{ results: Results; table: string }> {
+  const work = await mkdtemp(join(tmpdir(), 'school-export-bench-'));
+  const log = o.log ?? (() => {});
+  const scale = SCALES[o.mode];
+  const opts: Opts = { scale, work, nodeArgs: o.nodeArgs, log };
+  const results: Results = { when: new Date().toISOString(), mode: o.mode, machine: machine(), scale };
+  try {
+    results.throughput = await throughput(opts);
+    results.memory = await memory(opts);
+    results.latency = await latency(opts);
+    results.incremental = await incremental(opts);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const text = table(lines(results));
+  if (o.out) await writeFile(o.out, JSON.stringify(results, null, 2) + '\n');
+  if (o.readme) await updateReadme(o.readme, results, text);
+  return { results, table: text };
+}
+
+const START = '<!-- bench:results:start -->';
+const END = '<!-- bench:results:end -->';
+
+async function updateReadme(path: string, r: Results, text: string): Promise<void> {
+  const readme = await readFile(path, 'utf8');
+  const a = readme.indexOf(START);
+  const b = readme.indexOf(END);
+  if (a < 0 || b < a) throw new Error(`${path}: no ${START} ... ${END} block to replace`);
+  let free = '';
+  try {
+    free = execSync('free -g').toString().trim();
+  } catch {
+    free = '(free not available)';
+  }
+  const block = [
+    START,
+    `Latest run: ${r.when} (\`${r.mode}\` mode) on ${machineLine(r.machine)}.`,
+    '',
+    text,
+    '',
+    '```',
+    `$ nproc\n${r.machine.nproc}`,
+    `$ free -g\n${free}`,
+    `$ node --version\n${r.machine.node}`,
+    `$ grep -m1 'model name' /proc/cpuinfo\nmodel name\t: ${r.machine.cpu}`,
+    '```',
+    END,
+  ].join('\n');
+  await writeFile(path, readme.slice(0, a) + block + readme.slice(b + END.length));
+}

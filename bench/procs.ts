@@ -1,0 +1,76 @@
+/** Child processes of the benchmark: the sandbox server and one-shot measuring children. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { resolve } from 'node:path';
+import type { SandboxOptions } from '../src/sandbox/index.ts';
+
+export const ROOT = resolve(import.meta.dirname, '..');
+const RUN_TS = resolve(ROOT, 'bin/run-ts.js');
+
+export interface SandboxProc {
+  url: string;
+  domains: Record<string, string>;
+  token: string;
+  /** the sandbox's own default URL: its /_control API */
+  sandbox: string;
+  command(cmd: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** An HTTP call to the sandbox's control API. */
+  control(method: string, path: string, body?: unknown): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+export async function startSandboxProc(sandbox: SandboxOptions, front: boolean): Promise<SandboxProc> {
+  const child = spawn(process.execPath, [RUN_TS, resolve(ROOT, 'bench/sandbox-server.ts'), JSON.stringify({ sandbox, front })], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const waiting: ((line: string) => void)[] = [];
+  const early: string[] = [];
+  lines.on('line', (l) => (waiting.length ? waiting.shift()!(l) : early.push(l)));
+  const nextLine = () =>
+    new Promise<string>((res, rej) => {
+      if (early.length) return res(early.shift()!);
+      waiting.push(res);
+      child.once('exit', (code) => rej(new Error(`sandbox server exited (${code})`)));
+    });
+  const info = JSON.parse(await nextLine()) as Omit<SandboxProc, 'command' | 'control' | 'close'>;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return {
+    ...info,
+    async command(cmd) {
+      child.stdin!.write(JSON.stringify(cmd) + '\n');
+      return JSON.parse(await nextLine()) as Record<string, unknown>;
+    },
+    async control(method, path, body) {
+      const res = await fetch(`${info.sandbox}/_control${path}`, {
+        method,
+        headers: { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      if (!res.ok) throw new Error(`control ${method} ${path}: HTTP ${res.status} ${await res.text()}`);
+      return res.json();
+    },
+    async close() {
+      child.stdin!.end();
+      await exited;
+    },
+  };
+}
+
+/** Runs bench/<script> with one JSON argument in a fresh node process; returns its last stdout line, parsed. */
+export async function runChild<T>(script: string, args: unknown, o: { nodeArgs?: string[]; env?: Record<string, string> } = {}): Promise<T> {
+  const child: ChildProcess = spawn(process.execPath, [...(o.nodeArgs ?? []), RUN_TS, resolve(ROOT, 'bench', script), JSON.stringify(args)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...o.env },
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-8000)));
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  const last = out.trim().split('\n').pop() ?? '';
+  if (code !== 0 || !last.startsWith('{')) throw new Error(`${script} failed (exit ${code}): ${err || out}`);
+  return JSON.parse(last) as T;
+}

@@ -1,0 +1,28 @@
+/**
+ * `npm run bench [-- --quick] [-- --profile]`: the benchmark of issue 6 (see bench/README.md).
+ * --quick skips the 1,000,000-row memory case and repeats less; --tiny is the smoke test's scale;
+ * --profile writes a V8 CPU profile of every measured export child to bench/profiles/.
+ */
+import { resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { runBench, type Mode } from './bench.ts';
+import { ROOT } from './procs.ts';
+
+const argv = process.argv.slice(2);
+const mode: Mode = argv.includes('--tiny') ? 'tiny' : argv.includes('--quick') ? 'quick' : 'full';
+const nodeArgs: string[] = [];
+if (argv.includes('--profile')) {
+  const dir = resolve(ROOT, 'bench/profiles');
+  mkdirSync(dir, { recursive: true });
+  nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
+}
+const started = Date.now();
+const { table } = await runBench({
+  mode,
+  nodeArgs,
+  // Only a full-scale, unprofiled run updates the committed record.
+  out: mode === 'tiny' || nodeArgs.length ? undefined : resolve(ROOT, 'bench/results.json'),
+  readme: mode === 'tiny' || nodeArgs.length ? undefined : resolve(ROOT, 'bench/README.md'),
+  log: (s) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${s}\n`),
+});
+process.stdout.write(table + '\n');

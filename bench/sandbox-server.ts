@@ -1,0 +1,46 @@
+/**
+ * The benchmark's sandbox, in its own process so its CPU does not count against the exporter.
+ * Usage: node bin/run-ts.js bench/sandbox-server.ts '{"sandbox": SandboxOptions, "front": boolean}'
+ * Prints one JSON line {url, domains, token, sandbox} once listening: url/domains are the replay
+ * front's when `front` is set (see replay-front.ts), else the sandbox's; `sandbox` is the sandbox's
+ * own default URL (its /_control API). Reads JSON commands, one a line, on stdin:
+ * {"cmd":"dump","file":PATH} → {"pages":N,"bytes":N}; {"cmd":"latency","ms":N}; {"cmd":"requests"} → {"requests":N}
+ * (since the last {"cmd":"reset"}); each answered with one JSON line. Stops when stdin closes (parent gone) or on SIGTERM.
+ */
+import { createInterface } from 'node:readline';
+import { startSandbox, type SandboxOptions } from '../src/sandbox/index.ts';
+import { startFront, type Front } from './replay-front.ts';
+
+const args = JSON.parse(process.argv[2] ?? '{}') as { sandbox?: SandboxOptions; front?: boolean };
+const sb = await startSandbox(args.sandbox ?? {});
+let front: Front | undefined;
+let domains = sb.domains;
+let url = sb.url;
+if (args.front) {
+  front = await startFront(sb.regions.map((r) => r.url));
+  domains = Object.fromEntries(Object.entries(sb.domains).map(([d, u]) => [d, front!.origins.get(u)!]));
+  url = front.origins.get(sb.url)!;
+}
+process.stdout.write(JSON.stringify({ url, domains, token: sb.tokens.full, sandbox: sb.url }) + '\n');
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await front?.close();
+  await sb.close();
+  process.exit(0);
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+const lines = createInterface({ input: process.stdin });
+lines.on('line', async (line) => {
+  const cmd = JSON.parse(line) as { cmd: string; file?: string; ms?: number };
+  let answer: unknown = { error: `unknown command ${cmd.cmd} (or no front)` };
+  if (front && cmd.cmd === 'dump' && cmd.file) answer = await front.dump(cmd.file);
+  if (front && cmd.cmd === 'latency') answer = { latencyMs: (front.latencyMs = Number(cmd.ms)) };
+  if (front && cmd.cmd === 'requests') answer = { requests: front.requests };
+  if (front && cmd.cmd === 'reset') answer = { requests: (front.requests = 0) };
+  process.stdout.write(JSON.stringify(answer) + '\n');
+});
+lines.on('close', stop);

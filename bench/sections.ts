@@ -1,0 +1,243 @@
+/**
+ * The benchmark's measurements, one function per section of issue 6. Each starts what it needs
+ * (sandbox process, s3rver process), runs exports as child processes, and returns plain figures.
+ */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startSandboxProc, runChild, type SandboxProc } from './procs.ts';
+import type { ChildArgs, ChildResult } from './export-child.ts';
+import type { CeilingResult } from './ceiling-child.ts';
+import { startS3rver } from '../test/helpers/s3rver.ts';
+
+export interface Scale {
+  throughput: { schools: number; rows: number; repeat: number };
+  memory: number[];
+  latency: { schools: number; rows: number; ms: number; concurrency: number[] };
+  incremental: { schools: number; rows: number };
+}
+
+export const PER_PAGE = 1000; // the exporter's default per_page, and the sandbox's maximum
+const FORMATS = ['ndjson', 'csv', 'parquet'] as const;
+
+export type Format = (typeof FORMATS)[number];
+export interface Opts {
+  scale: Scale;
+  work: string;
+  /** extra node flags for measured export children (e.g. --cpu-prof) */
+  nodeArgs?: string[];
+  log: (s: string) => void;
+}
+
+const exportArgs = (sb: SandboxProc, dest: string, format: Format, extra: Partial<ChildArgs> = {}): ChildArgs => ({
+  apiUrl: sb.url,
+  domains: sb.domains,
+  token: sb.token,
+  dest,
+  format,
+  resources: ['achievements'],
+  ...extra,
+});
+
+async function freshDir(work: string, name: string): Promise<string> {
+  return mkdtemp(join(work, `${name}-`));
+}
+
+async function bestExport(o: Opts, args: ChildArgs, repeat: number, name: string): Promise<ChildResult> {
+  let best: ChildResult | undefined;
+  for (let i = 0; i < repeat; i++) {
+    const dest = args.dest.startsWith('s3://') ? `${args.dest}/${name}-${i}` : await freshDir(o.work, name);
+    const r = await runChild<ChildResult>('export-child.ts', { ...args, dest }, { nodeArgs: o.nodeArgs, env: S3_ENV });
+    if (r.status !== 'ok') throw new Error(`${name}: export failed: ${JSON.stringify(r.failures)}`);
+    if (!best || r.ms < best.ms) best = r;
+    if (!args.dest.startsWith('s3://')) await rm(dest, { recursive: true, force: true });
+  }
+  return best!;
+}
+
+const S3_ENV = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
+
+export interface ThroughputResult {
+  ceiling: CeilingResult;
+  e2e: Record<Format | 'parquet_s3', ChildResult>;
+  duckdb: { rows: number; ms: number; threads: number };
+}
+
+/** Sections 1, 2, 3 and 7: all over one data set served from memory by the replay front. */
+export async function throughput(o: Opts): Promise<ThroughputResult> {
+  const { schools, rows, repeat } = o.scale.throughput;
+  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: PER_PAGE }, true);
+  try {
+    // Warm-up export: fills the front, so every later export receives these same bytes.
+    o.log(`throughput: warm-up export of ${schools} x ${rows} achievements (fills the replay front)`);
+    const warmDir = await freshDir(o.work, 'warm');
+    const warm = await runChild<ChildResult>('export-child.ts', exportArgs(sb, warmDir, 'ndjson'));
+    if (warm.status !== 'ok') throw new Error(`warm-up export failed: ${JSON.stringify(warm.failures)}`);
+    const dump = join(o.work, 'pages.bin');
+    await sb.command({ cmd: 'dump', file: dump });
+    o.log('throughput: ceiling and decode paths');
+    const ceiling = await runChild<CeilingResult>('ceiling-child.ts', { dump, repeat: Math.max(3, repeat) });
+
+    const e2e = {} as ThroughputResult['e2e'];
+    for (const f of FORMATS) {
+      o.log(`throughput: ${f} to local disk`);
+      e2e[f] = await bestExport(o, exportArgs(sb, '', f), repeat, f);
+    }
+    o.log('throughput: parquet to S3 (s3rver)');
+    const store = await startS3rver();
+    try {
+      e2e.parquet_s3 = await bestExport(o, exportArgs(sb, `s3://${store.bucket}/bench`, 'parquet', { s3Endpoint: store.endpoint }), repeat, 'parquet-s3');
+    } finally {
+      await store.close();
+    }
+    o.log('throughput: DuckDB NDJSON -> Parquet');
+    const duckdb = await duckdbAnchor(warmDir, join(o.work, 'duck.parquet'), Math.max(3, repeat));
+    await rm(warmDir, { recursive: true, force: true });
+    return { ceiling, e2e, duckdb };
+  } finally {
+    await sb.close();
+  }
+}
+
+/** DuckDB converting the export's own NDJSON achievements files to Parquet (best of `repeat`). */
+async function duckdbAnchor(exportDir: string, out: string, repeat: number): Promise<ThroughputResult['duckdb']> {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const files: string[] = [];
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (e.name.endsWith('.ndjson')) files.push(p);
+    }
+  };
+  await walk(join(exportDir, 'achievements'));
+  const db = await DuckDBInstance.create(':memory:');
+  const con = await db.connect();
+  const threads = Number((await (await con.run("SELECT current_setting('threads')")).getRows())[0]![0]);
+  const list = files.map((f) => `'${f.replace(/'/g, "''")}'`).join(', ');
+  let ms = Infinity;
+  for (let i = 0; i < repeat; i++) {
+    await rm(out, { force: true });
+    const t0 = performance.now();
+    await con.run(`COPY (SELECT * FROM read_json([${list}], format = 'newline_delimited')) TO '${out}' (FORMAT parquet)`);
+    ms = Math.min(ms, performance.now() - t0);
+  }
+  const rows = Number((await (await con.run(`SELECT count(*) FROM read_parquet('${out}')`)).getRows())[0]![0]);
+  con.closeSync();
+  db.closeSync();
+  return { rows, ms, threads };
+}
+
+/** An unmeasured export that fills the replay front, so measured runs are served from memory. */
+async function warm(o: Opts, sb: SandboxProc, what: string, extra: Partial<ChildArgs> = {}): Promise<void> {
+  o.log(`${what}: warm-up export (fills the replay front from the sandbox)`);
+  const dest = await freshDir(o.work, 'warm');
+  const r = await runChild<ChildResult>('export-child.ts', exportArgs(sb, dest, 'ndjson', { concurrency: 8, ...extra }));
+  await rm(dest, { recursive: true, force: true });
+  if (r.status !== 'ok') throw new Error(`${what}: warm-up export failed: ${JSON.stringify(r.failures)}`);
+}
+
+const requests = async (sb: SandboxProc): Promise<number> => Number((await sb.command({ cmd: 'requests' })).requests);
+
+export type MemoryResult = Record<string, Record<Format, ChildResult>>;
+
+/** Section 4: one school of each size, per format, served from memory (the fastest source is the harshest). */
+export async function memory(o: Opts): Promise<MemoryResult> {
+  const out: MemoryResult = {};
+  for (const n of o.scale.memory) {
+    const sb = await startSandboxProc({ seed: 1, schools: 1, achievementsPerSchool: n, maxPerPage: PER_PAGE }, true);
+    try {
+      await warm(o, sb, `memory ${n}`);
+      out[n] = {} as Record<Format, ChildResult>;
+      for (const f of FORMATS) {
+        o.log(`memory: ${n} rows, ${f}`);
+        out[n][f] = await bestExport(o, exportArgs(sb, '', f), 1, `mem-${n}-${f}`);
+      }
+    } finally {
+      await sb.close();
+    }
+  }
+  return out;
+}
+
+export interface LatencyRun {
+  concurrency: number;
+  ms: number;
+  requests: number;
+  pages: number;
+  minRequests: number;
+  minMs: number;
+}
+
+/** Section 5: wall time and requests against their minimums with latency injected per page (by the front). */
+export async function latency(o: Opts): Promise<LatencyRun[]> {
+  const { schools, rows, ms, concurrency } = o.scale.latency;
+  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: PER_PAGE }, true);
+  // What must be fetched at the maximum per_page: the discovery list and each school's pages.
+  const minRequests = Math.ceil(schools / PER_PAGE) + schools * Math.ceil(rows / PER_PAGE);
+  const out: LatencyRun[] = [];
+  try {
+    await warm(o, sb, 'latency');
+    await sb.command({ cmd: 'latency', ms });
+    for (const c of concurrency) {
+      o.log(`latency: ${schools} schools x ${rows}, ${ms} ms per page, concurrency ${c}`);
+      await sb.command({ cmd: 'reset' });
+      const r = await bestExport(o, exportArgs(sb, '', 'ndjson', { concurrency: c }), 1, `lat-${c}`);
+      out.push({ concurrency: c, ms: r.ms, requests: await requests(sb), pages: r.pages, minRequests, minMs: (minRequests * ms) / c });
+    }
+  } finally {
+    await sb.close();
+  }
+  return out;
+}
+
+export interface IncrementalResult {
+  changed: number;
+  total: number;
+  full: { ms: number; requests: number };
+  incremental: { ms: number; requests: number; rows: number };
+}
+
+/**
+ * Section 6: a full run, 1% of rows updated through the sandbox's control API, then an
+ * incremental run into the same destination. The full run is served from memory (after a
+ * warm-up), so its time is the exporter's; the incremental run's queries (updated_after) miss
+ * the front's cache and reach the sandbox, which sees the changes.
+ */
+export async function incremental(o: Opts): Promise<IncrementalResult> {
+  const { schools, rows } = o.scale.incremental;
+  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: PER_PAGE }, true);
+  const dest = await freshDir(o.work, 'incremental');
+  const args = exportArgs(sb, dest, 'ndjson', { resources: ['achievements', 'deletions'] });
+  try {
+    await warm(o, sb, 'incremental', { resources: args.resources });
+    o.log(`incremental: full run of ${schools} x ${rows}`);
+    await sb.command({ cmd: 'reset' });
+    const full = await runChild<ChildResult>('export-child.ts', args, { nodeArgs: o.nodeArgs });
+    const fullRequests = await requests(sb);
+    const stride = 100; // 1%
+    let changed = 0;
+    for (let s = 1; s <= schools; s++) {
+      for (let i = 0; i < rows; i += stride) {
+        const id = `A1${String(s).padStart(4, '0')}1${String(i).padStart(10, '0')}`;
+        await sb.control('PATCH', `/schools/A${1000 + s}/achievements/${id}`, { comment: `changed by the benchmark ${i}` });
+        changed++;
+      }
+    }
+    o.log(`incremental: ${changed} rows changed; incremental run`);
+    await sb.command({ cmd: 'reset' });
+    const inc = await runChild<ChildResult>('export-child.ts', args, { nodeArgs: o.nodeArgs });
+    const incRequests = await requests(sb);
+    if (full.status !== 'ok' || inc.status !== 'ok') throw new Error(`incremental: a run failed: ${JSON.stringify([...full.failures, ...inc.failures])}`);
+    if ((inc.rows.achievements ?? 0) < changed) throw new Error(`incremental: re-read ${inc.rows.achievements} rows, fewer than the ${changed} changed`);
+    return {
+      changed,
+      total: schools * rows,
+      full: { ms: full.ms, requests: fullRequests },
+      incremental: { ms: inc.ms, requests: incRequests, rows: inc.rows.achievements ?? 0 },
+    };
+  } finally {
+    await sb.close();
+    await rm(dest, { recursive: true, force: true });
+  }
+}
