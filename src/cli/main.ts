@@ -6,6 +6,7 @@ import { sandboxCommand } from './sandbox.ts';
 import { schoolsCommand } from './schools.ts';
 import { accessCommand } from './access.ts';
 import { webhooksCommand } from './webhooks.ts';
+import { warehouseCommand } from './warehouse.ts';
 
 /**
  * Exit status: 0 every task committed; 1 some task failed (the summary names it); 2 usage or
@@ -18,6 +19,7 @@ const cli = yargs(hideBin(process.argv))
   .command(schoolsCommand)
   .command(accessCommand)
   .command(webhooksCommand)
+  .command(warehouseCommand)
   .demandCommand(1, 'name a command, e.g. school-export run')
   .strict()
   .help()

@@ -43,12 +43,18 @@ export function declaredColumns(schema: TableSchema): { columns: TableSchema['co
   return { columns, isDeclared: new Set(schema.columns.map((c) => c.name)) };
 }
 
+type WellFormed = string & { isWellFormed(): boolean; toWellFormed(): string };
+
 /** JSON text of a row's undeclared fields, or null when it has none (the `_extra` column). */
 export function extraJson(row: Row, isDeclared: Set<string>): string | null {
   let extra: Record<string, Scalar> | null = null;
   for (const k in row) {
     if (isDeclared.has(k)) continue;
-    (extra ??= {})[k] = row[k];
+    const v = row[k];
+    // A lone UTF-16 surrogate would become a "\ud83e" escape that JSON readers (DuckDB,
+    // BigQuery) reject, failing the whole load: replace it with U+FFFD, as UTF-8 encoding does
+    // for the typed columns.
+    (extra ??= {})[k] = typeof v === 'string' && !(v as WellFormed).isWellFormed() ? (v as WellFormed).toWellFormed() : v;
   }
   return extra === null ? null : JSON.stringify(extra);
 }

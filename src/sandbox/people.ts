@@ -43,7 +43,7 @@ export function renderEmployee(c: PersonCtx, i: number): Record<string, unknown>
     title: h % 10 === 0 ? null : pick(TITLES, h >>> 4),
     forename,
     surname,
-    initials: forename.charAt(0) + surname.replace(/^\W+/, '').charAt(0),
+    initials: [...forename][0]! + ([...surname.replace(/^\W+/, '')][0] ?? ''),
     created_at: dt(c.created(i), 'UTC'),
     updated_at: dt(c.updated(i), c.zone),
   };
