@@ -175,3 +175,32 @@ export async function currentState(
   }
   return out;
 }
+
+/** The current-state tables the DuckDB warehouse loader builds from an export, as plain rows. */
+export async function warehouseState(dir: string, dbPath: string): Promise<Map<string, Row[]>> {
+  const { warehouseLoad } = await import('../../src/warehouse/commands.ts');
+  await warehouseLoad({ dest: dir, into: `duckdb:${dbPath}` });
+  const inst = await DuckDBInstance.create(dbPath);
+  const conn = await inst.connect();
+  const out = new Map<string, Row[]>();
+  try {
+    const tables = (await conn.runAndReadAll(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND table_name NOT LIKE '\\_%' ESCAPE '\\'`))
+      .getRows()
+      .map((r) => String(r[0]));
+    for (const t of tables) {
+      const reader = await conn.runAndReadAll(`SELECT * FROM "${t}"`);
+      const cols = reader.columnNames();
+      out.set(
+        t,
+        reader.getRows().map((r) => {
+          const row: Row = {};
+          cols.forEach((c, i) => (row[c] = fromDuck(r[i] instanceof Object && 'toString' in (r[i] as object) && !('micros' in (r[i] as object)) ? String(r[i]) : r[i])));
+          return unfoldExtra(row);
+        }),
+      );
+    }
+  } finally {
+    conn.closeSync();
+  }
+  return out;
+}

@@ -5,7 +5,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runExport } from '../../src/pipeline/run.ts';
 import { readState } from '../../src/manifest/state-store.ts';
 import { openSink } from '../../src/sink/index.ts';
-import { currentState, readManifests } from '../helpers/read-exports.ts';
+import { currentState, readManifests, warehouseState } from '../helpers/read-exports.ts';
 import { allSchemas, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 
 /**
@@ -32,6 +32,11 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
     const actual = await currentState(tmp.dir, allSchemas());
     for (const [table, rows] of expected) {
       expect({ table, rows: canonical(actual.get(table) ?? []) }).toEqual({ table, rows: canonical(rows) });
+    }
+    // The DuckDB warehouse, loaded incrementally from the same export, holds the same current state.
+    const warehouse = await warehouseState(tmp.dir, join(tmp.dir, '..', `${tmp.dir.split('/').pop()}.duckdb`));
+    for (const [table, rows] of expected) {
+      expect({ table, warehouse: canonical(warehouse.get(table) ?? []) }).toEqual({ table, warehouse: canonical(rows) });
     }
   }
 

@@ -5,7 +5,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { startWebhookReceiver } from '../../src/webhooks/index.ts';
 import { openSink } from '../../src/sink/index.ts';
 import type { Sink } from '../../src/sink/types.ts';
-import { readManifests, currentState } from '../helpers/read-exports.ts';
+import { readManifests, currentState, warehouseState } from '../helpers/read-exports.ts';
 import { allSchemas, canonical, exportOnce, expectedState, tempDir } from './helpers.ts';
 
 /**
@@ -93,6 +93,11 @@ describe('webhooks drive the next run', () => {
     const state = await currentState(tmp.dir, allSchemas());
     const held = (state.get('achievements') ?? []).filter((r) => r._school_id === 'A1002').map((r) => String(r.id));
     expect(held.sort()).toEqual([...now].sort());
+    // The warehouse, loaded from every run so far (including the purge), holds only the new ids.
+    const warehouse = await warehouseState(tmp.dir, join(tokens.dir, 'wh.duckdb'));
+    const inWarehouse = (warehouse.get('achievements') ?? []).filter((r) => r._school_id === 'A1002').map((r) => String(r.id));
+    expect(inWarehouse.sort()).toEqual([...now].sort());
+    expect((warehouse.get('achievements') ?? []).some((r) => r._school_id === 'A1001')).toBe(false);
     const expected = await expectedState(sb, ['A1002'], () => 'apac');
     for (const [table, rows] of expected) {
       const got = (state.get(table) ?? []).filter((r) => r._school_id === 'A1002');
