@@ -3,7 +3,8 @@ import { ConfigError, ExportError, oneLine } from '../errors.ts';
 import type { ManifestFile } from '../manifest/types.ts';
 import type { TableSchema } from '../table.ts';
 import { localFiles, type LocalFiles } from './fetch-file.ts';
-import { manifestLoad, pendingManifests, readManifest, type WarehouseSource } from './manifests.ts';
+import { manifestLoad, pendingManifests, readManifest, type PendingManifest, type WarehouseSource } from './manifests.ts';
+import type { Manifest } from '../manifest/types.ts';
 import { buildPlan, RUNS_TABLE, type Plan, type TablePlan } from './plan.ts';
 import {
   addColumnsSql,
@@ -60,6 +61,15 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
 
     const applied = new Set((await rows(conn, `SELECT run_id FROM "${RUNS_TABLE}"`)).map((r) => String(r.run_id)));
     const pending = await pendingManifests(opts.sink, applied);
+    // A purge removed the school's files: tasks of that school from earlier runs are skipped
+    // (their files are gone), and the purge itself empties the school's tables.
+    const purgedAt = new Map<string, string>();
+    const documents = new Map<string, Manifest>();
+    for (const m of pending) {
+      const doc = await readManifest(opts.sink, m.path, m.runId);
+      documents.set(m.key, doc);
+      for (const p of doc.purged ?? []) if ((purgedAt.get(p.school_id) ?? '') < m.runId) purgedAt.set(p.school_id, m.runId);
+    }
     const appliedRuns: string[] = [];
     // A run that fails to apply is rolled back whole and stops the load; the runs applied
     // before it are still merged, so the tables reflect every run up to the failure.
@@ -67,12 +77,12 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
     for (const m of pending) {
       progress(`applying run ${m.runId}`);
       try {
-        await applyManifest(conn, plan, files, opts.sink, m, progress);
+        await applyManifest(conn, plan, files, opts.sink, m, documents.get(m.key)!, purgedAt, progress);
       } catch (e) {
         failure = e;
         break;
       }
-      appliedRuns.push(m.runId);
+      if (!appliedRuns.includes(m.runId)) appliedRuns.push(m.runId);
     }
     const [unmerged] = await rows(conn, unmergedRunsSql);
     if (Number(unmerged?.n ?? 0) > 0) {
@@ -104,10 +114,19 @@ async function applyManifest(
   plan: Plan,
   files: LocalFiles,
   src: WarehouseSource,
-  m: { runId: string; path: string },
+  m: PendingManifest,
+  document: Manifest,
+  purgedAt: ReadonlyMap<string, string>,
   progress: (msg: string) => void,
 ): Promise<void> {
-  const manifest = await readManifest(src, m.path, m.runId);
+  const staged = new Set<string>();
+  for (const pp of m.appliedParts) {
+    for (const t of (await readManifest(src, pp, m.runId)).tasks) staged.add(`${t.school_id}|${t.resource}`);
+  }
+  const manifest: Manifest = {
+    ...document,
+    tasks: document.tasks.filter((t) => !staged.has(`${t.school_id}|${t.resource}`) && !((purgedAt.get(t.school_id) ?? '') > m.runId)),
+  };
   const byName = new Map(plan.tables.map((t) => [t.name, t]));
   const load = manifestLoad(manifest, [...byName.keys()]);
   await inTransaction(conn, async () => {
@@ -123,7 +142,7 @@ async function applyManifest(
     if (snaps.length > 0) {
       await conn.run(recordSnapshotsSql(snaps.map((s) => ({ runId: m.runId, schoolId: s.schoolId, table: s.table }))));
     }
-    await conn.run(recordRunSql(m.runId, m.path));
+    await conn.run(recordRunSql(m.key, m.path));
   });
 }
 

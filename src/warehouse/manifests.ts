@@ -19,14 +19,47 @@ const RUN_ID = /^[0-9A-Za-z][0-9A-Za-z_.-]{0,127}$/;
 // Relative data paths as the pipeline writes them: no empty, '.' or '..' segments, no backslash.
 const SAFE_REL_PATH = /^(?!.*(^|\/)\.{1,2}(\/|$))[A-Za-z0-9_=.-]+(\/[A-Za-z0-9_=.-]+)*$/;
 
-/** Manifest paths in run_id order, those whose run is in `applied` left out. */
-export async function pendingManifests(src: WarehouseSource, applied: ReadonlySet<string>): Promise<{ runId: string; path: string }[]> {
-  const paths = await src.list(MANIFEST_DIR);
-  return paths
-    .filter((p) => p.endsWith('.json') && !p.slice(MANIFEST_DIR.length).includes('/'))
-    .map((p) => ({ runId: p.slice(MANIFEST_DIR.length, -'.json'.length), path: p }))
-    .filter((m) => RUN_ID.test(m.runId) && !applied.has(m.runId))
-    .sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+/**
+ * One manifest document to apply. A finished run has its whole-run manifest; a run that was
+ * killed (or is still going) has only parts (`_manifests/<run_id>/part-<seq>.json`), each listing
+ * tasks whose state already advanced: those must be loaded too, or their rows would never reach
+ * the warehouse. `key` is what the loader records as applied; when a run's final manifest arrives
+ * after some of its parts were applied, `appliedParts` names them so their tasks are not staged twice.
+ */
+export interface PendingManifest {
+  key: string;
+  runId: string;
+  path: string;
+  appliedParts: string[];
+}
+
+/** Manifest documents in run_id order (parts before their run's final manifest), applied ones left out. */
+export async function pendingManifests(src: WarehouseSource, applied: ReadonlySet<string>): Promise<PendingManifest[]> {
+  const finals = new Map<string, string>();
+  const parts = new Map<string, string[]>();
+  for (const p of await src.list(MANIFEST_DIR)) {
+    const rel = p.slice(MANIFEST_DIR.length);
+    const whole = /^([^/]+)\.json$/.exec(rel);
+    const part = /^([^/]+)\/part-\d+\.json$/.exec(rel);
+    if (whole && RUN_ID.test(whole[1]!)) finals.set(whole[1]!, p);
+    else if (part && RUN_ID.test(part[1]!)) parts.set(part[1]!, [...(parts.get(part[1]!) ?? []), p]);
+  }
+  const out: PendingManifest[] = [];
+  for (const runId of [...new Set([...finals.keys(), ...parts.keys()])].sort()) {
+    const runParts = (parts.get(runId) ?? []).sort();
+    const final = finals.get(runId);
+    if (final !== undefined) {
+      if (!applied.has(runId)) out.push({ key: runId, runId, path: final, appliedParts: runParts.filter((pp) => applied.has(partKey(pp))) });
+    } else {
+      for (const pp of runParts) if (!applied.has(partKey(pp))) out.push({ key: partKey(pp), runId, path: pp, appliedParts: [] });
+    }
+  }
+  return out;
+}
+
+/** '_manifests/<run>/part-00001.json' -> '<run>/part-00001' */
+export function partKey(partPath: string): string {
+  return partPath.slice(MANIFEST_DIR.length, -'.json'.length);
 }
 
 export async function readManifest(src: WarehouseSource, path: string, runId: string): Promise<Manifest> {

@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runExport } from '../../src/pipeline/run.ts';
-import { currentState, readManifests } from '../helpers/read-exports.ts';
+import { currentState, readManifests, warehouseState } from '../helpers/read-exports.ts';
 import { allSchemas, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 
 const BIN = resolve(import.meta.dirname, '../../bin/school-export.js');
@@ -60,6 +60,16 @@ describe('separate processes', () => {
       expect(before.length).toBeGreaterThan(0);
       expect(walk(join(tmp.dir, '_manifests')).some((f) => /^[^/]+\.json$/.test(f))).toBe(false); // no whole-run manifest
 
+      // A warehouse load now applies the killed run's committed parts (their state advanced, so
+      // the next incremental run will not read those rows again).
+      const db = join(tmp.dir, '..', `${tmp.dir.split('/').pop()}.duckdb`);
+      const partial = await warehouseState(tmp.dir, db);
+      const committedAch = before.filter((t) => t.resource === 'achievements').reduce((n, t) => n + (t.rows.achievements ?? 0), 0);
+      expect(partial.get('achievements')?.length ?? 0).toBe(committedAch);
+      const committedSchools = before.filter((t) => t.resource === 'schools').length;
+      expect(committedSchools + committedAch).toBeGreaterThan(0);
+      expect(partial.get('schools')?.length ?? 0).toBe(committedSchools);
+
       const again = await runExport(sandboxConfig(sb, tmp.dir, { format: 'ndjson' }), { token: sb.tokens.full });
       expect(again.failures).toEqual([]);
 
@@ -79,6 +89,8 @@ describe('separate processes', () => {
       const expected = await expectedState(sb, ids, (id) => regions.get(id)!);
       const actual = await currentState(tmp.dir, allSchemas());
       for (const [table, rows] of expected) expect({ table, rows: canonical(actual.get(table) ?? []) }).toEqual({ table, rows: canonical(rows) });
+      const warehouse = await warehouseState(tmp.dir, db);
+      for (const [table, rows] of expected) expect({ table, warehouse: canonical(warehouse.get(table) ?? []) }).toEqual({ table, warehouse: canonical(rows) });
     } finally {
       sb.control.latency(0);
       tmp.cleanup();
