@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -9,12 +9,15 @@ import { ExportError } from '../../src/errors.ts';
 import { realIo, type LocalIo } from '../../src/sink/local-io.ts';
 import { LocalSink, openSink } from '../../src/sink/index.ts';
 
+// The sink root is one level below a private directory, so a test can check that nothing escaped
+// the root without scanning the shared temp directory.
 let root: string;
 beforeEach(async () => {
-  root = await mkdtemp(path.join(tmpdir(), 'sink-local-'));
+  root = path.join(await mkdtemp(path.join(tmpdir(), 'sink-local-')), 'root');
+  await mkdir(root);
 });
 afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
+  await rm(path.dirname(root), { recursive: true, force: true });
 });
 
 /** Every file under dir, temp names included, relative, sorted. */
