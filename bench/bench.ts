@@ -12,20 +12,20 @@ export const SCALES: Record<Mode, Scale> = {
   full: {
     throughput: { schools: 4, rows: 50_000, repeat: 2 },
     memory: [100_000, 1_000_000],
-    latency: { schools: 50, rows: 3_000, ms: 100, concurrency: [8, 32] },
+    latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
   },
   quick: {
     throughput: { schools: 4, rows: 50_000, repeat: 1 },
     memory: [100_000],
-    latency: { schools: 50, rows: 3_000, ms: 100, concurrency: [8, 32] },
+    latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
   },
   // For the smoke test: every section and every child process, on data small enough for seconds.
   tiny: {
     throughput: { schools: 2, rows: 1_500, repeat: 1 },
     memory: [2_000],
-    latency: { schools: 3, rows: 1_500, ms: 20, concurrency: [2, 4] },
+    latency: { schools: 3, rows: 150, maxPerPage: 50, ms: 20, concurrency: [2, 4] },
     incremental: { schools: 2, rows: 3_000 },
   },
 };

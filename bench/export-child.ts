@@ -6,6 +6,7 @@
 import { resolveRunConfig } from '../src/config/resolve.ts';
 import { runExport } from '../src/pipeline/run.ts';
 import type { Reporter } from '../src/pipeline/progress.ts';
+import type { PipelineConfig } from '../src/config/schema.ts';
 
 export interface ChildArgs {
   apiUrl: string;
@@ -19,6 +20,8 @@ export interface ChildArgs {
   fullRefresh?: boolean;
   s3Endpoint?: string;
   schools?: string[];
+  /** any other pipeline-file settings (e.g. row_group_rows), as a user would set them */
+  config?: PipelineConfig;
 }
 
 export interface ChildResult {
@@ -28,6 +31,8 @@ export interface ChildResult {
   /** decompressed response bytes of paginated pages */
   bytes: number;
   maxRssMB: number;
+  /** peaks of process.memoryUsage() sampled every 100 ms, MB: where the RSS goes */
+  peaks: { heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
   status: string;
   failures: unknown[];
 }
@@ -45,6 +50,7 @@ const cfg = resolveRunConfig(undefined, {
   ...(a.fullRefresh ? { full_refresh: true } : {}),
   ...(a.s3Endpoint ? { s3_endpoint: a.s3Endpoint } : {}),
   ...(a.schools ? { schools: a.schools } : {}),
+  ...a.config,
 });
 // Pages and bytes per task, from the progress events (the last event of a task has its totals).
 const perTask = new Map<string, { pages: number; bytes: number }>();
@@ -54,9 +60,17 @@ const reporter: Reporter = {
   },
   close() {},
 };
+const peaks = { heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+const sample = () => {
+  const m = process.memoryUsage();
+  for (const k of Object.keys(peaks) as (keyof typeof peaks)[]) peaks[k] = Math.max(peaks[k], m[k] / 2 ** 20);
+};
+const sampler = setInterval(sample, 100);
 const t0 = performance.now();
 const summary = await runExport(cfg, { token: a.token, reporter });
 const ms = performance.now() - t0;
+clearInterval(sampler);
+sample();
 let pages = 0;
 let bytes = 0;
 for (const t of perTask.values()) {
@@ -70,6 +84,7 @@ const result: ChildResult = {
   pages,
   bytes,
   maxRssMB: process.resourceUsage().maxRSS / 1024,
+  peaks,
   status: summary.status,
   failures: summary.failures,
 };

@@ -25,14 +25,17 @@ export async function startSandboxProc(sandbox: SandboxOptions, front: boolean):
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout! });
-  const waiting: ((line: string) => void)[] = [];
+  const waiting: { res: (line: string) => void; rej: (e: Error) => void }[] = [];
   const early: string[] = [];
-  lines.on('line', (l) => (waiting.length ? waiting.shift()!(l) : early.push(l)));
+  lines.on('line', (l) => (waiting.length ? waiting.shift()!.res(l) : early.push(l)));
+  child.once('exit', (code) => {
+    for (const w of waiting.splice(0)) w.rej(new Error(`sandbox server exited (${code})`));
+  });
   const nextLine = () =>
     new Promise<string>((res, rej) => {
       if (early.length) return res(early.shift()!);
-      waiting.push(res);
-      child.once('exit', (code) => rej(new Error(`sandbox server exited (${code})`)));
+      if (child.exitCode !== null) return rej(new Error(`sandbox server exited (${child.exitCode})`));
+      waiting.push({ res, rej });
     });
   const info = JSON.parse(await nextLine()) as Omit<SandboxProc, 'command' | 'control' | 'close'>;
   const exited = new Promise<void>((r) => child.once('exit', () => r()));

@@ -8,12 +8,14 @@ import { join } from 'node:path';
 import { startSandboxProc, runChild, type SandboxProc } from './procs.ts';
 import type { ChildArgs, ChildResult } from './export-child.ts';
 import type { CeilingResult } from './ceiling-child.ts';
+import type { StageResult } from './stages.ts';
 import { startS3rver } from '../test/helpers/s3rver.ts';
 
 export interface Scale {
   throughput: { schools: number; rows: number; repeat: number };
   memory: number[];
-  latency: { schools: number; rows: number; ms: number; concurrency: number[] };
+  /** maxPerPage: the sandbox's maximum per_page, small so the run is bound by latency, not CPU */
+  latency: { schools: number; rows: number; maxPerPage: number; ms: number; concurrency: number[] };
   incremental: { schools: number; rows: number };
 }
 
@@ -61,6 +63,9 @@ export interface ThroughputResult {
   ceiling: CeilingResult;
   e2e: Record<Format | 'parquet_s3', ChildResult>;
   duckdb: { rows: number; ms: number; threads: number };
+  stages: StageResult;
+  /** the same export split over two processes with --shard 0/2 and 1/2, run at once (two cores) */
+  sharded: Partial<Record<Format, { ms: number; rows: number; maxRssMB: number }>>;
 }
 
 /** Sections 1, 2, 3 and 7: all over one data set served from memory by the replay front. */
@@ -77,11 +82,25 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
     await sb.command({ cmd: 'dump', file: dump });
     o.log('throughput: ceiling and decode paths');
     const ceiling = await runChild<CeilingResult>('ceiling-child.ts', { dump, repeat: Math.max(3, repeat) });
+    o.log('throughput: stage costs (parse, flatten, format writers) in one process');
+    const stages = await runChild<StageResult>('stages.ts', { dump, repeat: 2, maxPages: 50 });
 
     const e2e = {} as ThroughputResult['e2e'];
     for (const f of FORMATS) {
       o.log(`throughput: ${f} to local disk`);
       e2e[f] = await bestExport(o, exportArgs(sb, '', f), repeat, f);
+    }
+    const sharded: ThroughputResult['sharded'] = {};
+    for (const f of ['ndjson', 'parquet'] as const) {
+      o.log(`throughput: ${f} to local disk as two shard processes at once`);
+      const dest = await freshDir(o.work, `shards-${f}`);
+      const rs = await Promise.all(
+        [0, 1].map((i) => runChild<ChildResult>('export-child.ts', exportArgs(sb, dest, f, { config: { shard: `${i}/2` } }), { nodeArgs: o.nodeArgs })),
+      );
+      if (rs.some((r) => r.status !== 'ok')) throw new Error(`sharded ${f}: an export failed`);
+      // both start together; the pair is done when the slower one is
+      sharded[f] = { ms: Math.max(...rs.map((r) => r.ms)), rows: rs.reduce((n, r) => n + (r.rows.achievements ?? 0), 0), maxRssMB: Math.max(...rs.map((r) => r.maxRssMB)) };
+      await rm(dest, { recursive: true, force: true });
     }
     o.log('throughput: parquet to S3 (s3rver)');
     const store = await startS3rver();
@@ -93,7 +112,7 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
     o.log('throughput: DuckDB NDJSON -> Parquet');
     const duckdb = await duckdbAnchor(warmDir, join(o.work, 'duck.parquet'), Math.max(3, repeat));
     await rm(warmDir, { recursive: true, force: true });
-    return { ceiling, e2e, duckdb };
+    return { ceiling, e2e, duckdb, stages, sharded };
   } finally {
     await sb.close();
   }
@@ -167,14 +186,17 @@ export interface LatencyRun {
   pages: number;
   minRequests: number;
   minMs: number;
+  /** Best case when each school's pages are a chain (a cursor walk) and tasks fill `concurrency` slots. */
+  chainMs: number;
 }
 
 /** Section 5: wall time and requests against their minimums with latency injected per page (by the front). */
 export async function latency(o: Opts): Promise<LatencyRun[]> {
-  const { schools, rows, ms, concurrency } = o.scale.latency;
-  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: PER_PAGE }, true);
+  const { schools, rows, maxPerPage, ms, concurrency } = o.scale.latency;
+  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage }, true);
   // What must be fetched at the maximum per_page: the discovery list and each school's pages.
-  const minRequests = Math.ceil(schools / PER_PAGE) + schools * Math.ceil(rows / PER_PAGE);
+  const perSchool = Math.ceil(rows / maxPerPage);
+  const minRequests = Math.ceil(schools / maxPerPage) + schools * perSchool;
   const out: LatencyRun[] = [];
   try {
     await warm(o, sb, 'latency');
@@ -183,7 +205,8 @@ export async function latency(o: Opts): Promise<LatencyRun[]> {
       o.log(`latency: ${schools} schools x ${rows}, ${ms} ms per page, concurrency ${c}`);
       await sb.command({ cmd: 'reset' });
       const r = await bestExport(o, exportArgs(sb, '', 'ndjson', { concurrency: c }), 1, `lat-${c}`);
-      out.push({ concurrency: c, ms: r.ms, requests: await requests(sb), pages: r.pages, minRequests, minMs: (minRequests * ms) / c });
+      const chainMs = (Math.ceil(schools / maxPerPage) + Math.ceil(schools / c) * perSchool) * ms;
+      out.push({ concurrency: c, ms: r.ms, requests: await requests(sb), pages: r.pages, minRequests, minMs: (minRequests * ms) / c, chainMs });
     }
   } finally {
     await sb.close();
