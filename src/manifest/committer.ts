@@ -90,6 +90,13 @@ export class Committer {
       deletions: this.deletions,
     };
     await this.sink.writeAtomic(`_manifests/${this.header.run_id}.json`, JSON.stringify(manifest, null, 1) + '\n');
+    // The whole-run manifest now lists every task the parts did: drop the parts so manifests do
+    // not grow twice as fast as runs. (A loader that applied some parts re-stages those tasks
+    // from the whole manifest; the merge resolves the duplicate rows to the same state.)
+    if (this.part > 0) {
+      const parts = Array.from({ length: this.part }, (_, i) => `_manifests/${this.header.run_id}/part-${String(i + 1).padStart(5, '0')}.json`);
+      await this.sink.remove(parts).catch(() => undefined);
+    }
     return manifest;
   }
 }

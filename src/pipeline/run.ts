@@ -109,8 +109,29 @@ async function execute(
   const plans: TaskPlan[] = [];
   const forceSeq = new Map<string, number>();
   const deactivated: string[] = [];
-  for (const school of discovered.schools) {
-    const [state, directive] = await Promise.all([readState(sink, school.region, school.id), readDirective(sink, school.id)]);
+  // State and directive reads are independent per school (S3 GETs): read them concurrently. An
+  // unreadable state fails that school's tasks, not the run.
+  const readLimit = pLimit(16);
+  const perSchool = await Promise.all(
+    discovered.schools.map((school) =>
+      readLimit(async () => {
+        try {
+          const [state, directive] = await Promise.all([readState(sink, school.region, school.id), readDirective(sink, school.id)]);
+          return { ok: true as const, school, state, directive };
+        } catch (e) {
+          return { ok: false as const, school, error: e instanceof ExportError ? e : new ExportError('E_STATE', oneLine(e)) };
+        }
+      }),
+    ),
+  );
+  for (const r of perSchool) {
+    const { school } = r;
+    if (!r.ok) {
+      reporter.emit({ event: 'school_skipped', school_id: school.id, reason: r.error.message });
+      skipped.push(failedTask(school.id, school.region, '*', 'failed', r.error));
+      continue;
+    }
+    const { state, directive } = r;
     if (directive?.deactivated) {
       deactivated.push(school.id);
       reporter.emit({ event: 'school_skipped', school_id: school.id, reason: `access ${directive.deactivated.event}: ${directive.deactivated.reason}` });
