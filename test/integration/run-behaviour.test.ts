@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runExport } from '../../src/pipeline/run.ts';
@@ -45,6 +45,22 @@ describe('run behaviour', () => {
       tmp.cleanup();
     }
   }, 120_000);
+
+  it('an unreadable state file fails that school only, naming the file and the fix', async () => {
+    const tmp = tempDir('badstate-');
+    try {
+      await exportOnce(sb, tmp.dir, { format: 'ndjson', resources: ['school_meta'] });
+      writeFileSync(join(tmp.dir, '_state/region=uk/school_id=A1001.json'), '{ not json');
+      const summary = await exportOnce(sb, tmp.dir, { format: 'ndjson', resources: ['school_meta'] });
+      expect(summary.status).toBe('partial');
+      expect(summary.failures).toEqual([
+        expect.objectContaining({ school_id: 'A1001', code: 'E_STATE', message: expect.stringMatching(/_state\/region=uk\/school_id=A1001\.json .*unreadable.*delete it to re-export that school in full/) }),
+      ]);
+      expect(summary.tasks.committed).toBe(2);
+    } finally {
+      tmp.cleanup();
+    }
+  });
 
   it('files roll over at the configured row count, and every file is listed', async () => {
     const tmp = tempDir('roll-');
