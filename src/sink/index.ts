@@ -2,13 +2,11 @@ import { mkdir, stat } from 'node:fs/promises';
 import { ConfigError, oneLine } from '../errors.ts';
 import { parseDest } from './dest.ts';
 import { LocalSink } from './local.ts';
-import { S3Sink } from './s3.ts';
 import type { S3SinkOptions, Sink } from './types.ts';
 
 export type { S3SinkOptions, Sink, SinkFile } from './types.ts';
 export { assertSafeRelPath } from './paths.ts';
 export { LocalSink } from './local.ts';
-export { S3Sink } from './s3.ts';
 export { parseDest, type Dest } from './dest.ts';
 
 /**
@@ -29,6 +27,8 @@ export async function openSink(dest: string, opts: { s3?: S3SinkOptions } = {}):
     return new LocalSink(parsed.dir);
   }
   if (opts.s3?.endpoint !== undefined) checkEndpoint(opts.s3.endpoint);
+  // The AWS SDK costs ~15 MB of memory and a noticeable start-up: load it only for S3 dests.
+  const { S3Sink } = await import('./s3.ts');
   const sink = new S3Sink(parsed.bucket, parsed.prefix, opts.s3);
   try {
     await sink.verify();

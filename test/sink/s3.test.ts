@@ -13,7 +13,8 @@ import {
 import pLimit from 'p-limit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createS3Client } from '../../src/sink/s3-client.ts';
-import { openSink, S3Sink, type Sink, type SinkFile } from '../../src/sink/index.ts';
+import { openSink, type Sink, type SinkFile } from '../../src/sink/index.ts';
+import { S3Sink } from '../../src/sink/s3.ts';
 import { S3RVER_CREDENTIALS, startS3rver, type S3rverHandle } from '../helpers/s3rver.ts';
 
 let store: S3rverHandle;
