@@ -5,6 +5,8 @@ import type { IncrementalResult, LatencyRun, MemoryResult, Scale, ThroughputResu
 
 export interface Results {
   when: string;
+  /** git HEAD the run measured (with -dirty when the tree had changes) */
+  commit: string;
   mode: string;
   machine: Machine;
   scale: Scale;
@@ -156,6 +158,16 @@ export function table(ls: Line[]): string {
   const w = [0, 1, 2, 3, 4].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
   const fmt = (r: string[]) => '| ' + r.map((c, i) => c.padEnd(w[i]!)).join(' | ') + ' |';
   return [fmt(rows[0]!), '|' + w.map((n) => '-'.repeat(n + 2)).join('|') + '|', ...rows.slice(1).map(fmt)].join('\n');
+}
+
+export function gitCommit(): string {
+  try {
+    const head = execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    const dirty = execSync('git status --porcelain --untracked-files=no -- src bench', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    return dirty ? `${head}-dirty` : head;
+  } catch {
+    return 'unknown';
+  }
 }
 
 export function machineLine(m: Machine): string {
