@@ -2,6 +2,7 @@ import type { Writable } from 'node:stream';
 import type { ColumnDef, Row, Scalar, TableSchema } from '../table.ts';
 import { EXTRA_COLUMN } from '../table.ts';
 import { declaredColumns, endStream, extraJson, writeChunk } from './io.ts';
+import { TextBytes } from './text-bytes.ts';
 import type { Format, FormatWriter } from './types.ts';
 
 /**
@@ -54,21 +55,21 @@ class CsvWriter implements FormatWriter {
     this.enc = csvEncoder(schema, guard);
   }
 
-  private async put(text: string): Promise<void> {
-    const buf = Buffer.from(text, 'utf8');
-    this.bytesWritten += buf.length;
-    await writeChunk(this.out, buf);
-  }
+  private sizeHint = 64 * 1024;
 
   async write(rows: Row[]): Promise<void> {
-    let text = '';
+    if (rows.length === 0 && this.headerDone) return;
+    const text = new TextBytes(this.sizeHint);
     if (!this.headerDone) {
-      text = this.enc.header;
+      text.append(this.enc.header);
       this.headerDone = true;
     }
-    for (const r of rows) text += this.enc.line(r);
+    for (const r of rows) text.append(this.enc.line(r));
     this.rowsWritten += rows.length;
-    if (text !== '') await this.put(text);
+    const buf = text.take();
+    this.sizeHint = Math.ceil(buf.length * 1.25);
+    this.bytesWritten += buf.length;
+    await writeChunk(this.out, buf);
   }
 
   async finish(): Promise<void> {

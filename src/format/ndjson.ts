@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import type { Row, TableSchema } from '../table.ts';
 import { declaredColumns, endStream, writeChunk } from './io.ts';
+import { TextBytes } from './text-bytes.ts';
 import type { Format, FormatOptions, FormatWriter } from './types.ts';
 
 /**
@@ -62,11 +63,14 @@ class NdjsonWriter implements FormatWriter {
     }
   }
 
+  private sizeHint = 64 * 1024;
+
   async write(rows: Row[]): Promise<void> {
     if (rows.length === 0) return;
-    let text = '';
-    for (const r of rows) text += this.line(r) + '\n';
-    const buf = Buffer.from(text, 'utf8');
+    const text = new TextBytes(this.sizeHint);
+    for (const r of rows) text.append(this.line(r) + '\n');
+    const buf = text.take();
+    this.sizeHint = Math.ceil(buf.length * 1.25);
     if (this.target === this.out) this.bytesWritten += buf.length;
     this.rowsWritten += rows.length;
     await writeChunk(this.target, buf);
