@@ -4,6 +4,7 @@ import { execSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { incremental, latency, memory, throughput, type Opts, type Scale } from './sections.ts';
+import { distIsFresh } from './procs.ts';
 import { gitCommit, lines, machine, machineLine, table, type Results } from './report.ts';
 
 export type Mode = 'full' | 'quick' | 'tiny';
@@ -45,7 +46,7 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
   const log = o.log ?? (() => {});
   const scale = SCALES[o.mode];
   const opts: Opts = { scale, work, nodeArgs: o.nodeArgs, log };
-  const results: Results = { when: new Date().toISOString(), commit: gitCommit(), mode: o.mode, machine: machine(), scale };
+  const results: Results = { when: new Date().toISOString(), commit: gitCommit(), code: distIsFresh() ? 'dist' : 'src', mode: o.mode, machine: machine(), scale };
   try {
     results.throughput = await throughput(opts);
     results.memory = await memory(opts);
@@ -76,7 +77,7 @@ async function updateReadme(path: string, r: Results, text: string): Promise<voi
   }
   const block = [
     START,
-    `Latest run: ${r.when} (\`${r.mode}\` mode, commit ${r.commit}) on ${machineLine(r.machine)}.`,
+    `Latest run: ${r.when} (\`${r.mode}\` mode, commit ${r.commit}, exports running ${r.code === 'dist' ? 'dist/ with plain Node, as the installed command' : 'src/ through tsx'}) on ${machineLine(r.machine)}.`,
     '',
     text,
     '',

@@ -1,5 +1,7 @@
 /** Child processes of the benchmark: the sandbox server and one-shot measuring children. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
 import type { SandboxOptions } from '../src/sandbox/index.ts';
@@ -61,12 +63,33 @@ export async function startSandboxProc(sandbox: SandboxOptions, front: boolean):
   };
 }
 
-/** Runs bench/<script> with one JSON argument in a fresh node process; returns its last stdout line, parsed. */
+function newest(dir: string): number {
+  let t = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }
+  return t;
+}
+
+/** Whether dist/ is built and newer than every source: then exports run it, as the installed command would. */
+export function distIsFresh(): boolean {
+  const main = join(ROOT, 'dist/cli/main.js');
+  return existsSync(main) && statSync(main).mtimeMs >= newest(join(ROOT, 'src'));
+}
+
+/**
+ * Runs bench/<script> with one JSON argument in a fresh node process; returns its last stdout line,
+ * parsed. `.mjs` children run with plain Node (the export child then loads dist/ when it is fresh,
+ * else the sources through tsx); `.ts` children through tsx.
+ */
 export async function runChild<T>(script: string, args: unknown, o: { nodeArgs?: string[]; env?: Record<string, string> } = {}): Promise<T> {
-  const child: ChildProcess = spawn(process.execPath, [...(o.nodeArgs ?? []), RUN_TS, resolve(ROOT, 'bench', script), JSON.stringify(args)], {
+  const plain = script.endsWith('.mjs') && distIsFresh();
+  const argv = [...(o.nodeArgs ?? []), ...(plain ? [] : [RUN_TS]), resolve(ROOT, 'bench', script), JSON.stringify(args)];
+  const child: ChildProcess = spawn(process.execPath, argv, {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...o.env },
+    env: { ...process.env, ...(plain ? {} : { BENCH_CODE: 'src' }), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...o.env },
   });
   let out = '';
   let err = '';

@@ -7,6 +7,8 @@ export interface Results {
   when: string;
   /** git HEAD the run measured (with -dirty when the tree had changes) */
   commit: string;
+  /** what the export children ran: dist/ with plain Node, or src/ through tsx */
+  code: 'dist' | 'src';
   mode: string;
   machine: Machine;
   scale: Scale;

@@ -6,7 +6,8 @@
 import { resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { runBench, type Mode } from './bench.ts';
-import { ROOT } from './procs.ts';
+import { spawnSync } from 'node:child_process';
+import { distIsFresh, ROOT } from './procs.ts';
 
 const argv = process.argv.slice(2);
 const mode: Mode = argv.includes('--tiny') ? 'tiny' : argv.includes('--quick') ? 'quick' : 'full';
@@ -17,6 +18,11 @@ if (argv.includes('--profile')) {
   nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
 }
 const started = Date.now();
+// Exports run the compiled dist/ with plain Node, as the installed command does: build it when stale.
+if (mode !== 'tiny' && !distIsFresh()) {
+  process.stderr.write('dist/ is missing or older than src/: building it (node bin/prepare.js)\n');
+  spawnSync(process.execPath, [resolve(ROOT, 'bin/prepare.js')], { stdio: 'inherit' });
+}
 const { table } = await runBench({
   mode,
   nodeArgs,

@@ -6,7 +6,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSandboxProc, runChild, type SandboxProc } from './procs.ts';
-import type { ChildArgs, ChildResult } from './export-child.ts';
+import type { ChildArgs, ChildResult } from './child-types.ts';
 import type { CeilingResult } from './ceiling-child.ts';
 import type { StageResult } from './stages.ts';
 import { startS3rver } from '../test/helpers/s3rver.ts';
@@ -49,7 +49,7 @@ async function bestExport(o: Opts, args: ChildArgs, repeat: number, name: string
   let best: ChildResult | undefined;
   for (let i = 0; i < repeat; i++) {
     const dest = args.dest.startsWith('s3://') ? `${args.dest}/${name}-${i}` : await freshDir(o.work, name);
-    const r = await runChild<ChildResult>('export-child.ts', { ...args, dest }, { nodeArgs: o.nodeArgs, env: S3_ENV });
+    const r = await runChild<ChildResult>('export-child.mjs', { ...args, dest }, { nodeArgs: o.nodeArgs, env: S3_ENV });
     if (r.status !== 'ok') throw new Error(`${name}: export failed: ${JSON.stringify(r.failures)}`);
     if (!best || r.ms < best.ms) best = r;
     if (!args.dest.startsWith('s3://')) await rm(dest, { recursive: true, force: true });
@@ -76,7 +76,7 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
     // Warm-up export: fills the front, so every later export receives these same bytes.
     o.log(`throughput: warm-up export of ${schools} x ${rows} achievements (fills the replay front)`);
     const warmDir = await freshDir(o.work, 'warm');
-    const warm = await runChild<ChildResult>('export-child.ts', exportArgs(sb, warmDir, 'ndjson'));
+    const warm = await runChild<ChildResult>('export-child.mjs', exportArgs(sb, warmDir, 'ndjson'));
     if (warm.status !== 'ok') throw new Error(`warm-up export failed: ${JSON.stringify(warm.failures)}`);
     const dump = join(o.work, 'pages.bin');
     await sb.command({ cmd: 'dump', file: dump });
@@ -95,7 +95,7 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
       o.log(`throughput: ${f} to local disk as two shard processes at once`);
       const dest = await freshDir(o.work, `shards-${f}`);
       const rs = await Promise.all(
-        [0, 1].map((i) => runChild<ChildResult>('export-child.ts', exportArgs(sb, dest, f, { config: { shard: `${i}/2` } }), { nodeArgs: o.nodeArgs })),
+        [0, 1].map((i) => runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, f, { config: { shard: `${i}/2` } }), { nodeArgs: o.nodeArgs })),
       );
       if (rs.some((r) => r.status !== 'ok')) throw new Error(`sharded ${f}: an export failed`);
       // both start together; the pair is done when the slower one is
@@ -151,7 +151,7 @@ async function duckdbAnchor(exportDir: string, out: string, repeat: number): Pro
 async function warm(o: Opts, sb: SandboxProc, what: string, extra: Partial<ChildArgs> = {}): Promise<void> {
   o.log(`${what}: warm-up export (fills the replay front from the sandbox)`);
   const dest = await freshDir(o.work, 'warm');
-  const r = await runChild<ChildResult>('export-child.ts', exportArgs(sb, dest, 'ndjson', { concurrency: 8, ...extra }));
+  const r = await runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, 'ndjson', { concurrency: 8, ...extra }));
   await rm(dest, { recursive: true, force: true });
   if (r.status !== 'ok') throw new Error(`${what}: warm-up export failed: ${JSON.stringify(r.failures)}`);
 }
@@ -236,7 +236,7 @@ export async function incremental(o: Opts): Promise<IncrementalResult> {
     await warm(o, sb, 'incremental', { resources: args.resources });
     o.log(`incremental: full run of ${schools} x ${rows}`);
     await sb.command({ cmd: 'reset' });
-    const full = await runChild<ChildResult>('export-child.ts', args, { nodeArgs: o.nodeArgs });
+    const full = await runChild<ChildResult>('export-child.mjs', args, { nodeArgs: o.nodeArgs });
     const fullRequests = await requests(sb);
     const stride = 100; // 1%
     let changed = 0;
@@ -249,7 +249,7 @@ export async function incremental(o: Opts): Promise<IncrementalResult> {
     }
     o.log(`incremental: ${changed} rows changed; incremental run`);
     await sb.command({ cmd: 'reset' });
-    const inc = await runChild<ChildResult>('export-child.ts', args, { nodeArgs: o.nodeArgs });
+    const inc = await runChild<ChildResult>('export-child.mjs', args, { nodeArgs: o.nodeArgs });
     const incRequests = await requests(sb);
     if (full.status !== 'ok' || inc.status !== 'ok') throw new Error(`incremental: a run failed: ${JSON.stringify([...full.failures, ...inc.failures])}`);
     if ((inc.rows.achievements ?? 0) < changed) throw new Error(`incremental: re-read ${inc.rows.achievements} rows, fewer than the ${changed} changed`);
