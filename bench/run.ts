@@ -19,7 +19,7 @@ if (argv.includes('--profile')) {
 }
 const started = Date.now();
 // Exports run the compiled dist/ with plain Node, as the installed command does: build it when stale.
-if (mode !== 'tiny' && !distIsFresh()) {
+if (mode !== 'tiny' && process.env.BENCH_CODE !== 'src' && !distIsFresh()) {
   process.stderr.write('dist/ is missing or older than src/: building it (node bin/prepare.js)\n');
   spawnSync(process.execPath, [resolve(ROOT, 'bin/prepare.js')], { stdio: 'inherit' });
 }
