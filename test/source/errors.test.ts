@@ -1,32 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ApiClient, type ClientEvent, type PageBatch } from '../../src/source/client.ts';
 import { ApiError } from '../../src/errors.ts';
-import { json, rows, startServer, type TestServer } from './server.ts';
+import { all, json, rows, useClientHarness } from './server.ts';
 
 const TOKEN = 'tok-SECRET-456';
-let servers: TestServer[] = [];
-let clients: ApiClient[] = [];
-afterEach(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  await Promise.all(servers.map((s) => s.close()));
-  servers = [];
-  clients = [];
-});
-async function server(h: Parameters<typeof startServer>[0]) {
-  const s = await startServer(h);
-  servers.push(s);
-  return s;
-}
-function client(url: string, extra: Partial<ConstructorParameters<typeof ApiClient>[0]> = {}) {
-  const c = new ApiClient({ apiUrl: url, token: TOKEN, retry: { baseDelayMs: 1, maxDelayMs: 5 }, ...extra });
-  clients.push(c);
-  return c;
-}
-async function all(gen: AsyncIterable<PageBatch>) {
-  const out: PageBatch[] = [];
-  for await (const b of gen) out.push(b);
-  return out;
-}
+const { server, client } = useClientHarness(TOKEN);
 
 describe('fatal statuses', () => {
   const cases: [number, string, RegExp][] = [

@@ -1,37 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gzipSync } from 'node:zlib';
 import { ApiClient, type ClientEvent, type PageBatch } from '../../src/source/client.ts';
-import { cutShort, json, rows, startServer, type TestServer } from './server.ts';
+import { all, cutShort, json, rows, startServer, useClientHarness, type TestServer } from './server.ts';
 
 const TOKEN = 'tok-SECRET-789';
-let servers: TestServer[] = [];
-let clients: ApiClient[] = [];
-afterEach(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  await Promise.all(servers.map((s) => s.close()));
-  servers = [];
-  clients = [];
-});
-async function server(h: Parameters<typeof startServer>[0]) {
-  const s = await startServer(h);
-  servers.push(s);
-  return s;
-}
+const harness = useClientHarness(TOKEN);
+const server = harness.server;
 function client(url: string, events: ClientEvent[], extra: Partial<ConstructorParameters<typeof ApiClient>[0]> = {}) {
-  const c = new ApiClient({
-    apiUrl: url,
-    token: TOKEN,
-    retry: { baseDelayMs: 1, maxDelayMs: 5 },
-    onEvent: (e) => events.push(e),
-    ...extra,
-  });
-  clients.push(c);
-  return c;
-}
-async function all(gen: AsyncIterable<PageBatch>) {
-  const out: PageBatch[] = [];
-  for await (const b of gen) out.push(b);
-  return out;
+  return harness.client(url, { onEvent: (e) => events.push(e), ...extra });
 }
 const ids = (bs: PageBatch[]) => bs.flatMap((b) => b.rows.map((r) => (r as { id: string }).id));
 const retries = (ev: ClientEvent[]) => ev.filter((e): e is Extract<ClientEvent, { type: 'retry' }> => e.type === 'retry');

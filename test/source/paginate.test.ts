@@ -1,32 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { ApiClient, type PageBatch } from '../../src/source/client.ts';
-import { json, rows, startServer, type TestServer } from './server.ts';
+import { describe, expect, it } from 'vitest';
+import type { PageBatch } from '../../src/source/client.ts';
+import { all, json, rows, useClientHarness } from './server.ts';
 
 const TOKEN = 'tok-SECRET-123';
-let servers: TestServer[] = [];
-let clients: ApiClient[] = [];
-afterEach(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  await Promise.all(servers.map((s) => s.close()));
-  servers = [];
-  clients = [];
-});
-
-async function server(h: Parameters<typeof startServer>[0]) {
-  const s = await startServer(h);
-  servers.push(s);
-  return s;
-}
-function client(url: string, extra: Partial<ConstructorParameters<typeof ApiClient>[0]> = {}) {
-  const c = new ApiClient({ apiUrl: url, token: TOKEN, retry: { baseDelayMs: 1, maxDelayMs: 5 }, ...extra });
-  clients.push(c);
-  return c;
-}
-async function all(gen: AsyncIterable<PageBatch>) {
-  const out: PageBatch[] = [];
-  for await (const b of gen) out.push(b);
-  return out;
-}
+const { server, client } = useClientHarness(TOKEN);
 const ids = (bs: PageBatch[]) => bs.flatMap((b) => b.rows.map((r) => (r as { id: string }).id));
 
 describe('cursor pagination', () => {

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { afterEach } from 'vitest';
+import { ApiClient, type ClientOptions, type PageBatch } from '../../src/source/client.ts';
 
 export interface Recorded {
   method: string;
@@ -70,3 +72,36 @@ export function cutShort(res: ServerResponse, body: Buffer, fraction: number, he
 
 export const rows = (from: number, n: number) =>
   Array.from({ length: n }, (_, i) => ({ id: `A${from + i}`, name: `row ${from + i}`, points: from + i }));
+
+/**
+ * The per-file scaffolding the client tests share: servers and clients made through it are
+ * closed after each test; clients retry fast so fault tests stay quick.
+ */
+export function useClientHarness(token: string) {
+  let servers: TestServer[] = [];
+  let clients: ApiClient[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await Promise.all(servers.map((s) => s.close()));
+    servers = [];
+    clients = [];
+  });
+  return {
+    async server(h: Parameters<typeof startServer>[0]): Promise<TestServer> {
+      const s = await startServer(h);
+      servers.push(s);
+      return s;
+    },
+    client(url: string, extra: Partial<ClientOptions> = {}): ApiClient {
+      const c = new ApiClient({ apiUrl: url, token, retry: { baseDelayMs: 1, maxDelayMs: 5 }, ...extra });
+      clients.push(c);
+      return c;
+    },
+  };
+}
+
+export async function all(gen: AsyncIterable<PageBatch>): Promise<PageBatch[]> {
+  const out: PageBatch[] = [];
+  for await (const b of gen) out.push(b);
+  return out;
+}
