@@ -1,15 +1,11 @@
-import { f, TIMESTAMPS } from './fields.ts';
+import { f, schoolList, TIMESTAMPS } from './fields.ts';
 import type { ResourceSpec } from './types.ts';
 
 /** GET /schools/{id}/achievements/attributes (spec 2.8): the MIS's select-box options. */
-export const achievementAttributes: ResourceSpec = {
-  name: 'achievement_attributes',
-  path: '/schools/{school_id}/achievements/attributes',
-  scope: 'school',
-  shape: 'list',
-  paginated: true,
-  incremental: false, // no updated_after on this endpoint: read whole, small
-  fields: [
+export const achievementAttributes: ResourceSpec = schoolList(
+  'achievement_attributes',
+  '/schools/{school_id}/achievements/attributes',
+  [
     f('id'),
     f('mis_id', 'string', true),
     f('type', 'string', true),
@@ -20,6 +16,5 @@ export const achievementAttributes: ResourceSpec = {
     f('bullying_type_enabled', 'boolean', true),
     ...TIMESTAMPS,
   ],
-  key: ['id'],
-  updatedAtField: 'updated_at',
-};
+  { incremental: false }, // no updated_after on this endpoint: read whole, small
+);

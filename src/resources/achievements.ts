@@ -1,15 +1,11 @@
-import { f, TIMESTAMPS } from './fields.ts';
+import { f, schoolList, TIMESTAMPS } from './fields.ts';
 import type { ResourceSpec } from './types.ts';
 
 /** GET /schools/{id}/achievements (spec 2.7); includes are requested from `children`. */
-export const achievements: ResourceSpec = {
-  name: 'achievements',
-  path: '/schools/{school_id}/achievements',
-  scope: 'school',
-  shape: 'list',
-  paginated: true,
-  incremental: true,
-  fields: [
+export const achievements: ResourceSpec = schoolList(
+  'achievements',
+  '/schools/{school_id}/achievements',
+  [
     f('id'),
     f('mis_id'),
     f('type', 'string', true),
@@ -25,13 +21,13 @@ export const achievements: ResourceSpec = {
     f('recorded_date', 'datetime', true),
     ...TIMESTAMPS,
   ],
-  key: ['id'],
-  // Fields of included students/employees are not part of the contract (spec 2.13): only the id
-  // is declared; everything else is flattened generically and kept as drift.
-  children: [
-    { include: 'students', table: 'achievement_students', parentKey: 'achievement_id', columns: [f('id')] },
-    { include: 'employees', table: 'achievement_employees', parentKey: 'achievement_id', columns: [f('id')] },
-  ],
-  deletionType: 'achievement',
-  updatedAtField: 'updated_at',
-};
+  {
+    // Fields of included students/employees are not part of the contract (spec 2.13): only the id
+    // is declared; everything else is flattened generically and kept as drift.
+    children: [
+      { include: 'students', table: 'achievement_students', parentKey: 'achievement_id', columns: [f('id')] },
+      { include: 'employees', table: 'achievement_employees', parentKey: 'achievement_id', columns: [f('id')] },
+    ],
+    deletionType: 'achievement',
+  },
+);

@@ -1,4 +1,4 @@
-import type { FieldSpec, FieldType } from './types.ts';
+import type { FieldSpec, FieldType, ResourceSpec } from './types.ts';
 
 /** Terse field declarations: `f('name')`, `f('points', 'integer', true)`. */
 export function f(path: string, type: FieldType = 'string', nullable = false): FieldSpec {
@@ -14,4 +14,12 @@ export function singular(name: string): string {
   if (/(sses|ches|shes|xes)$/.test(name)) return name.slice(0, -2);
   if (/s$/.test(name) && !/ss$/.test(name)) return name.slice(0, -1);
   return name;
+}
+
+/**
+ * The common shape: a per-school list read with cursor pagination (and updated_after unless
+ * `more` says otherwise), keyed by id, versioned by updated_at.
+ */
+export function schoolList(name: string, path: string, fields: FieldSpec[], more: Partial<ResourceSpec> = {}): ResourceSpec {
+  return { name, path, scope: 'school', shape: 'list', paginated: true, incremental: true, fields, key: ['id'], updatedAtField: 'updated_at', ...more };
 }
