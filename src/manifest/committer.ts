@@ -1,4 +1,5 @@
 import type { Sink } from '../sink/types.ts';
+import { ExportError, oneLine } from '../errors.ts';
 import type { Manifest, ManifestTask } from './types.ts';
 
 /**
@@ -26,7 +27,10 @@ export class Committer {
     private readonly header: Omit<Manifest, 'tasks' | 'deletions' | 'status' | 'finished_at'>,
   ) {}
 
-  /** Resolves once the task is listed in a durable manifest part and its state is promoted. */
+  /**
+   * Resolves once the task is listed in a durable manifest part and its state is promoted. A
+   * rejection with `listed: true` means the task is already in the manifest (with its error).
+   */
   commit(c: PendingCommit): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ c, resolve, reject });
@@ -70,8 +74,9 @@ export class Committer {
             // Listed in a part, so its files are loadable, but its state did not advance: the
             // next run reads the same rows again, and loaders resolve the duplicates by
             // (school, id, updated_at).
-            this.tasks.push({ ...b.c.task, error: { code: 'E_STATE', message: `state not advanced: ${(e as Error).message}` } });
-            b.reject(e);
+            const err = new ExportError('E_STATE', `state not advanced: ${oneLine(e)}`, { cause: e });
+            this.tasks.push({ ...b.c.task, error: { code: err.code, message: err.message } });
+            b.reject(Object.assign(err, { listed: true }));
           }
         }),
       );
@@ -81,7 +86,7 @@ export class Committer {
 
   async finish(): Promise<Manifest> {
     while (this.flushing) await this.flushing;
-    const failed = this.tasks.some((t) => t.status === 'failed');
+    const failed = this.tasks.some((t) => t.status === 'failed' || t.error !== undefined);
     const manifest: Manifest = {
       ...this.header,
       status: failed ? 'partial' : 'ok',

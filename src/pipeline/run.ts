@@ -149,7 +149,7 @@ async function execute(
     return n;
   };
   const limit = pLimit(cfg.concurrency);
-  const results = await Promise.all(
+  await Promise.all(
     plans.map((plan) =>
       limit(async (): Promise<ManifestTask> => {
         const { school, spec } = plan;
@@ -201,7 +201,8 @@ async function execute(
           const err = e instanceof ExportError ? e : new ExportError('E_SINK', oneLine(e), { cause: e });
           reporter.emit({ event: 'task_failed', school_id: school.id, resource: spec.name, code: err.code, message: err.message });
           const task = failedTask(school.id, school.region, spec.name, 'failed', err);
-          committer.record(task);
+          // A task whose files were listed but whose state did not advance is in the manifest already.
+          if (!(e as { listed?: boolean }).listed) committer.record(task);
           return task;
         }
       }),
@@ -209,7 +210,7 @@ async function execute(
   );
   for (const t of skipped) committer.record(t);
   const manifest: Manifest = await committer.finish();
-  const summary = summarise(manifest, { deactivated, durationMs: Date.now() - started, dest: sink.url, results });
+  const summary = summarise(manifest, { deactivated, durationMs: Date.now() - started, dest: sink.url });
   reporter.emit({ event: 'run_done', run_id: runId, status: summary.failures.length ? 'partial' : 'ok', ms: summary.durationMs });
   return summary;
 }

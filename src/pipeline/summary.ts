@@ -1,4 +1,4 @@
-import type { Manifest, ManifestTask } from '../manifest/types.ts';
+import type { Manifest } from '../manifest/types.ts';
 
 export interface TableTotals {
   rows: number;
@@ -21,7 +21,7 @@ export interface RunSummary {
 
 export function summarise(
   m: Manifest,
-  o: { deactivated: string[]; durationMs: number; dest: string; results: ManifestTask[] },
+  o: { deactivated: string[]; durationMs: number; dest: string },
 ): RunSummary {
   const tables: Record<string, TableTotals> = {};
   const drift: Record<string, Set<string>> = {};
