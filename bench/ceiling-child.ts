@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { decodeBuffered, decodeStreamed } from '../src/decode/index.ts';
 import { readDump } from './replay-front.ts';
+import { bestOf } from './best-of.ts';
 
 export interface CeilingResult {
   pages: number;
@@ -23,16 +24,7 @@ const args = JSON.parse(process.argv[2] ?? '{}') as { dump: string; repeat?: num
 const pages = readDump(readFileSync(args.dump));
 const repeat = args.repeat ?? 3;
 
-async function best(fn: () => Promise<number> | number): Promise<{ ms: number; rows: number }> {
-  let ms = Infinity;
-  let rows = 0;
-  for (let i = 0; i < repeat; i++) {
-    const t0 = performance.now();
-    rows = await fn();
-    ms = Math.min(ms, performance.now() - t0);
-  }
-  return { ms, rows };
-}
+const best = (fn: () => Promise<number> | number) => bestOf(repeat, fn);
 
 const rowsOf = (body: unknown): number => {
   const d = (body as { data?: unknown }).data;

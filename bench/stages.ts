@@ -12,6 +12,7 @@ import { compileFlattener } from '../src/flatten/index.ts';
 import { formatByName } from '../src/format/index.ts';
 import { resourceByName } from '../src/resources/index.ts';
 import { readDump } from './replay-front.ts';
+import { bestOf } from './best-of.ts';
 
 export interface StageResult {
   rows: number;
@@ -29,16 +30,7 @@ const repeat = args.repeat ?? 2;
 const spec = resourceByName('achievements')!;
 const ctx = { schoolId: 'A1001', region: 'uk', runId: '20260101T000000Z-bench', extractedAt: new Date().toISOString() };
 
-async function best(fn: () => Promise<number>): Promise<{ ms: number; rows: number }> {
-  let ms = Infinity;
-  let rows = 0;
-  for (let i = 0; i < repeat; i++) {
-    const t0 = performance.now();
-    rows = await fn();
-    ms = Math.min(ms, performance.now() - t0);
-  }
-  return { ms, rows };
-}
+const best = (fn: () => Promise<number> | number) => bestOf(repeat, fn);
 
 const parse = (p: Buffer): unknown[] => (JSON.parse(gunzipSync(p).toString('utf8')) as { data: unknown[] }).data;
 
