@@ -1,6 +1,5 @@
-import { readFileSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
-import { ConfigError } from '../errors.ts';
+export { normaliseBaseUrl, parseDomains, resolveToken } from '../config/credentials.ts';
 
 /** Options every command that talks to the API shares. */
 export interface ApiArgs {
@@ -20,55 +19,6 @@ export function withApiOptions<T>(y: Argv<T>): Argv<T & ApiArgs> {
       describe: 'NAME=URL: where to reach a regional domain named in region.domain (repeatable); the token is sent only to configured domains',
     })
     .option('auth', { choices: ['bearer', 'basic'] as const, describe: 'how the token is presented (default bearer)' }) as Argv<T & ApiArgs>;
-}
-
-/**
- * The token comes from a file or the environment, never from the command line (it would show in
- * the process list). The value is never logged.
- */
-export function resolveToken(tokenFile: string | undefined, env = process.env): string {
-  if (tokenFile) {
-    let text: string;
-    try {
-      const st = statSync(tokenFile);
-      if (!st.isFile()) throw new Error('not a file');
-      text = readFileSync(tokenFile, 'utf8');
-    } catch (e) {
-      throw new ConfigError(`--token-file ${tokenFile}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-    }
-    const token = text.trim();
-    if (!token) throw new ConfigError(`--token-file ${tokenFile} is empty: put the access token in it`);
-    if (/\s/.test(token)) throw new ConfigError(`--token-file ${tokenFile} holds more than one word: it must hold only the access token`);
-    return token;
-  }
-  const token = env.SCHOOL_API_TOKEN?.trim();
-  if (!token) throw new ConfigError('no access token: set SCHOOL_API_TOKEN or pass --token-file PATH');
-  return token;
-}
-
-/** `--domain NAME=URL` values into a map; each URL must be http(s) with no path beyond '/'. */
-export function parseDomains(values: string[] | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const v of values ?? []) {
-    const eq = v.indexOf('=');
-    if (eq <= 0) throw new ConfigError(`--domain ${v}: expected NAME=URL, e.g. --domain api-apac.example=https://proxy.internal:8443`);
-    const name = v.slice(0, eq).trim().toLowerCase();
-    const url = v.slice(eq + 1).trim();
-    out[name] = normaliseBaseUrl(url, `--domain ${name}`);
-  }
-  return out;
-}
-
-export function normaliseBaseUrl(url: string, what: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new ConfigError(`${what}: ${JSON.stringify(url)} is not a URL (expected e.g. https://api.example.com)`);
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ConfigError(`${what}: only http(s) URLs are supported, got ${u.protocol}`);
-  if (u.username || u.password) throw new ConfigError(`${what}: put credentials in SCHOOL_API_TOKEN or --token-file, not in the URL`);
-  return u.origin + u.pathname.replace(/\/+$/, '').replace(/\/v1\.0$/, '');
 }
 
 /** Human output on a TTY, NDJSON when piped or with --json. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.ts';
-import { normaliseBaseUrl, parseDomains } from '../cli/common.ts';
+import { normaliseBaseUrl, parseDomains } from './credentials.ts';
 import { validatePipeline, type CustomResourceConfig, type PipelineConfig } from './schema.ts';
 
 /** The package's own pipelines/ folder, whatever the working directory. */

@@ -8,7 +8,7 @@ import { newRunId } from '../manifest/run-id.ts';
 import { readDirective, readState, updateState } from '../manifest/state-store.ts';
 import type { Manifest, ManifestTask, SchoolDirective, SchoolState } from '../manifest/types.ts';
 import type { RunConfig } from '../config/resolve.ts';
-import { resolveToken } from '../cli/common.ts';
+import { resolveToken } from '../config/credentials.ts';
 import { ExportError, oneLine } from '../errors.ts';
 import { discoverSchools, selectResources } from './plan.ts';
 import { runTask, type SchoolRef, type TaskPlan } from './task.ts';
