@@ -46,7 +46,14 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
   const log = o.log ?? (() => {});
   const scale = SCALES[o.mode];
   const opts: Opts = { scale, work, nodeArgs: o.nodeArgs, log };
-  const results: Results = { when: new Date().toISOString(), commit: gitCommit(), code: distIsFresh() ? 'dist' : 'src', mode: o.mode, machine: machine(), scale };
+  const results: Results = {
+    when: new Date().toISOString(),
+    commit: gitCommit(),
+    code: distIsFresh() ? 'dist' : 'src',
+    mode: o.mode,
+    machine: machine(),
+    scale,
+  };
   try {
     results.throughput = await throughput(opts);
     results.memory = await memory(opts);

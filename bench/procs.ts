@@ -84,7 +84,11 @@ export function distIsFresh(): boolean {
  * parsed. `.mjs` children run with plain Node (the export child then loads dist/ when it is fresh,
  * else the sources through tsx); `.ts` children through tsx.
  */
-export async function runChild<T>(script: string, args: unknown, o: { nodeArgs?: string[]; env?: Record<string, string> } = {}): Promise<T> {
+export async function runChild<T>(
+  script: string,
+  args: unknown,
+  o: { nodeArgs?: string[]; env?: Record<string, string> } = {},
+): Promise<T> {
   const plain = script.endsWith('.mjs') && distIsFresh();
   const argv = [...(o.nodeArgs ?? []), ...(plain ? [] : [RUN_TS]), resolve(ROOT, 'bench', script), JSON.stringify(args)];
   const child: ChildProcess = spawn(process.execPath, argv, {

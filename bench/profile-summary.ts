@@ -31,7 +31,12 @@ export function summarise(p: Profile, top = 25): string {
     const url = n.callFrame.url.replace(/^file:\/\/.*?\/(src|bench|node_modules)\//, '$1/') || '(native)';
     const name = `${n.callFrame.functionName || '(anonymous)'}  ${url}:${n.callFrame.lineNumber + 1}`;
     fn.set(name, (fn.get(name) ?? 0) + us / 1000);
-    const f = url.startsWith('node_modules/') ? url.split('/').slice(0, url.startsWith('node_modules/@') ? 3 : 2).join('/') : url;
+    const f = url.startsWith('node_modules/')
+      ? url
+          .split('/')
+          .slice(0, url.startsWith('node_modules/@') ? 3 : 2)
+          .join('/')
+      : url;
     file.set(f, (file.get(f) ?? 0) + us / 1000);
   }
   const fmt = (m: Map<string, number>) =>

@@ -140,7 +140,7 @@ function forward(upstream: string, req: IncomingMessage, body: Buffer): Promise<
 /** Reads a dump written by Front.dump. */
 export function readDump(buf: Buffer): Buffer[] {
   const out: Buffer[] = [];
-  for (let i = 0; i < buf.length; ) {
+  for (let i = 0; i < buf.length;) {
     const n = buf.readUInt32LE(i);
     out.push(buf.subarray(i + 4, i + 4 + n));
     i += 4 + n;

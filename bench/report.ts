@@ -84,20 +84,47 @@ export function lines(r: Results): Line[] {
       });
     }
     const st = t.stages;
-    const stage = (measure: string, ms: number) => out.push({ section: '2b stages', measure, value: `${int(rate(st.rows, ms))} rows/s (${pct(rate(st.rows, ms) / ceil)} of ceiling)`, target: '', verdict: '' });
+    const stage = (measure: string, ms: number) =>
+      out.push({
+        section: '2b stages',
+        measure,
+        value: `${int(rate(st.rows, ms))} rows/s (${pct(rate(st.rows, ms) / ceil)} of ceiling)`,
+        target: '',
+        verdict: '',
+      });
     stage(`gunzip + JSON.parse, one process, ${int(st.rows)} rows`, st.parseMs);
     stage('+ flatten (3 tables)', st.flattenMs);
     for (const f of ['ndjson', 'csv', 'parquet'] as const) stage(`+ ${f} writers (to a discarding stream)`, st.formatMs[f]);
     const duck = rate(t.duckdb.rows, t.duckdb.ms);
     const ours = rate(t.e2e.parquet.rows.achievements ?? 0, t.e2e.parquet.ms);
-    out.push({ section: '3 native anchor', measure: `DuckDB read_json -> Parquet (${t.duckdb.threads} threads)`, value: `${int(duck)} rows/s`, target: '', verdict: '' });
+    out.push({
+      section: '3 native anchor',
+      measure: `DuckDB read_json -> Parquet (${t.duckdb.threads} threads)`,
+      value: `${int(duck)} rows/s`,
+      target: '',
+      verdict: '',
+    });
     out.push({ section: '3 native anchor', measure: 'our Parquet path / DuckDB', value: pct(ours / duck), target: '', verdict: '' });
     const dec = (ms: number) => `${int(rate(t.ceiling.rows, ms))} rows/s (${pct(t.ceiling.ceilingMs / ms)} of ceiling)`;
-    out.push({ section: '7 decode paths', measure: 'decodeBuffered (JSON.parse per page)', value: dec(t.ceiling.bufferedMs), target: '', verdict: '' });
-    out.push({ section: '7 decode paths', measure: 'decodeStreamed (stream-json)', value: dec(t.ceiling.streamedMs), target: '', verdict: '' });
+    out.push({
+      section: '7 decode paths',
+      measure: 'decodeBuffered (JSON.parse per page)',
+      value: dec(t.ceiling.bufferedMs),
+      target: '',
+      verdict: '',
+    });
+    out.push({
+      section: '7 decode paths',
+      measure: 'decodeStreamed (stream-json)',
+      value: dec(t.ceiling.streamedMs),
+      target: '',
+      verdict: '',
+    });
   }
   if (r.memory) {
-    const sizes = Object.keys(r.memory).map(Number).sort((a, b) => a - b);
+    const sizes = Object.keys(r.memory)
+      .map(Number)
+      .sort((a, b) => a - b);
     const small = sizes[0]!;
     for (const f of ['ndjson', 'csv', 'parquet'] as const) {
       for (const n of sizes) {
@@ -156,7 +183,13 @@ export function lines(r: Results): Line[] {
 /** A Markdown table: readable in a terminal and in the README alike. */
 export function table(ls: Line[]): string {
   const head: Line = { section: 'section', measure: 'measure', value: 'value', target: 'target', verdict: '' };
-  const rows = [head, ...ls].map((l) => [l.section, l.measure, l.value, l.target, l.verdict === '' && l !== head ? '' : l === head ? 'result' : l.verdict]);
+  const rows = [head, ...ls].map((l) => [
+    l.section,
+    l.measure,
+    l.value,
+    l.target,
+    l.verdict === '' && l !== head ? '' : l === head ? 'result' : l.verdict,
+  ]);
   const w = [0, 1, 2, 3, 4].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
   const fmt = (r: string[]) => '| ' + r.map((c, i) => c.padEnd(w[i]!)).join(' | ') + ' |';
   return [fmt(rows[0]!), '|' + w.map((n) => '-'.repeat(n + 2)).join('|') + '|', ...rows.slice(1).map(fmt)].join('\n');
@@ -164,8 +197,12 @@ export function table(ls: Line[]): string {
 
 export function gitCommit(): string {
   try {
-    const head = execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
-    const dirty = execSync('git status --porcelain --untracked-files=no -- src bench', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    const head = execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+    const dirty = execSync('git status --porcelain --untracked-files=no -- src bench', { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
     return dirty ? `${head}-dirty` : head;
   } catch {
     return 'unknown';

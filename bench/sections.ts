@@ -95,17 +95,28 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
       o.log(`throughput: ${f} to local disk as two shard processes at once`);
       const dest = await freshDir(o.work, `shards-${f}`);
       const rs = await Promise.all(
-        [0, 1].map((i) => runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, f, { config: { shard: `${i}/2` } }), { nodeArgs: o.nodeArgs })),
+        [0, 1].map((i) =>
+          runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, f, { config: { shard: `${i}/2` } }), { nodeArgs: o.nodeArgs }),
+        ),
       );
       if (rs.some((r) => r.status !== 'ok')) throw new Error(`sharded ${f}: an export failed`);
       // both start together; the pair is done when the slower one is
-      sharded[f] = { ms: Math.max(...rs.map((r) => r.ms)), rows: rs.reduce((n, r) => n + (r.rows.achievements ?? 0), 0), maxRssMB: Math.max(...rs.map((r) => r.maxRssMB)) };
+      sharded[f] = {
+        ms: Math.max(...rs.map((r) => r.ms)),
+        rows: rs.reduce((n, r) => n + (r.rows.achievements ?? 0), 0),
+        maxRssMB: Math.max(...rs.map((r) => r.maxRssMB)),
+      };
       await rm(dest, { recursive: true, force: true });
     }
     o.log('throughput: parquet to S3 (s3rver)');
     const store = await startS3rver();
     try {
-      e2e.parquet_s3 = await bestExport(o, exportArgs(sb, `s3://${store.bucket}/bench`, 'parquet', { s3Endpoint: store.endpoint }), repeat, 'parquet-s3');
+      e2e.parquet_s3 = await bestExport(
+        o,
+        exportArgs(sb, `s3://${store.bucket}/bench`, 'parquet', { s3Endpoint: store.endpoint }),
+        repeat,
+        'parquet-s3',
+      );
     } finally {
       await store.close();
     }
@@ -206,7 +217,15 @@ export async function latency(o: Opts): Promise<LatencyRun[]> {
       await sb.command({ cmd: 'reset' });
       const r = await bestExport(o, exportArgs(sb, '', 'ndjson', { concurrency: c }), 1, `lat-${c}`);
       const chainMs = (Math.ceil(schools / maxPerPage) + Math.ceil(schools / c) * perSchool) * ms;
-      out.push({ concurrency: c, ms: r.ms, requests: await requests(sb), pages: r.pages, minRequests, minMs: (minRequests * ms) / c, chainMs });
+      out.push({
+        concurrency: c,
+        ms: r.ms,
+        requests: await requests(sb),
+        pages: r.pages,
+        minRequests,
+        minMs: (minRequests * ms) / c,
+        chainMs,
+      });
     }
   } finally {
     await sb.close();
@@ -251,8 +270,10 @@ export async function incremental(o: Opts): Promise<IncrementalResult> {
     await sb.command({ cmd: 'reset' });
     const inc = await runChild<ChildResult>('export-child.mjs', args, { nodeArgs: o.nodeArgs });
     const incRequests = await requests(sb);
-    if (full.status !== 'ok' || inc.status !== 'ok') throw new Error(`incremental: a run failed: ${JSON.stringify([...full.failures, ...inc.failures])}`);
-    if ((inc.rows.achievements ?? 0) < changed) throw new Error(`incremental: re-read ${inc.rows.achievements} rows, fewer than the ${changed} changed`);
+    if (full.status !== 'ok' || inc.status !== 'ok')
+      throw new Error(`incremental: a run failed: ${JSON.stringify([...full.failures, ...inc.failures])}`);
+    if ((inc.rows.achievements ?? 0) < changed)
+      throw new Error(`incremental: re-read ${inc.rows.achievements} rows, fewer than the ${changed} changed`);
     return {
       changed,
       total: schools * rows,

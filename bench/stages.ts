@@ -47,9 +47,7 @@ for (const name of ['ndjson', 'csv', 'parquet'] as const) {
   const format = formatByName(name);
   const r = await best(async () => {
     const f = compileFlattener(spec);
-    const writers = new Map(
-      f.tables.map((t) => [t.name, format.open(t, new Writable({ write: (_c, _e, cb) => cb() }), {})]),
-    );
+    const writers = new Map(f.tables.map((t) => [t.name, format.open(t, new Writable({ write: (_c, _e, cb) => cb() }), {})]));
     let n = 0;
     for (const p of pages) {
       for (const [table, rows] of f.flattenBatch(parse(p), ctx)) {

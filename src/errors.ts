@@ -41,11 +41,7 @@ export class ConfigError extends ExportError {
 export class ApiError extends ExportError {
   readonly status: number | undefined;
   readonly retriable: boolean;
-  constructor(
-    code: ErrorCode,
-    message: string,
-    opts: { status?: number; retriable: boolean; cause?: unknown },
-  ) {
+  constructor(code: ErrorCode, message: string, opts: { status?: number; retriable: boolean; cause?: unknown }) {
     super(code, message, { cause: opts.cause });
     this.name = 'ApiError';
     this.status = opts.status;

@@ -45,7 +45,11 @@ const stdio = (): AccessIo => ({
 
 async function print(r: AccessResult, json: boolean | undefined, io: CliIo): Promise<void> {
   if (wantsJson(json, io.out as NodeJS.WriteStream)) await write(io.out, JSON.stringify(r) + '\n');
-  else await write(io.out, terminalSafe(`${r.school_id}: ${r.success ? 'ok' : 'not done'}, state ${r.state}${r.message ? ` — ${r.message}` : ''}`) + '\n');
+  else
+    await write(
+      io.out,
+      terminalSafe(`${r.school_id}: ${r.success ? 'ok' : 'not done'}, state ${r.state}${r.message ? ` — ${r.message}` : ''}`) + '\n',
+    );
 }
 
 /** Contacts are parsed and checked before the client (and its token) is even created. */
@@ -67,7 +71,9 @@ export async function accessRevoke(a: RevokeArgs, io: AccessIo = stdio(), client
   const id = assertSafeId(a.id);
   if (!a.yes) {
     if (!io.confirm) throw usageError(`refusing to revoke access to ${id} without confirmation: no terminal to ask on, pass --yes`);
-    const ok = await io.confirm(`Revoke this application's access to school ${id}? The school must approve a new request to undo it. [y/N] `);
+    const ok = await io.confirm(
+      `Revoke this application's access to school ${id}? The school must approve a new request to undo it. [y/N] `,
+    );
     if (!ok) throw usageError(`access to ${id} not revoked (not confirmed)`);
   }
   const c = client ?? clientFromArgs(a);
@@ -87,7 +93,11 @@ const requestCommand: CommandModule<object, RequestArgs> = {
     withApiOptions(y)
       .positional('id', { type: 'string', demandOption: true, describe: 'school id (A<digits>)' })
       .option('contact', { type: 'string', array: true, describe: 'repeatable: "First Last <email>" (or "Last, First Names <email>")' })
-      .option('phone', { type: 'string', array: true, describe: 'phone of the contact in the same position (n-th --phone → n-th --contact; "" for none)' })
+      .option('phone', {
+        type: 'string',
+        array: true,
+        describe: 'phone of the contact in the same position (n-th --phone → n-th --contact; "" for none)',
+      })
       .option('notes', { type: 'string', array: true, describe: 'notes for the contact in the same position' })
       .option('json', { type: 'boolean', describe: 'print the result as JSON' }) as unknown as Argv<RequestArgs>,
   handler: async (a) => {

@@ -16,9 +16,12 @@ export function withApiOptions<T>(y: Argv<T>): Argv<T & ApiArgs> {
     .option('domain', {
       type: 'string',
       array: true,
-      describe: 'NAME=URL: where to reach a regional domain named in region.domain (repeatable); the token is sent only to configured domains',
+      describe:
+        'NAME=URL: where to reach a regional domain named in region.domain (repeatable); the token is sent only to configured domains',
     })
-    .option('auth', { choices: ['bearer', 'basic'] as const, describe: 'how the token is presented (default bearer)' }) as Argv<T & ApiArgs>;
+    .option('auth', { choices: ['bearer', 'basic'] as const, describe: 'how the token is presented (default bearer)' }) as Argv<
+    T & ApiArgs
+  >;
 }
 
 /** Human output on a TTY, NDJSON when piped or with --json. */

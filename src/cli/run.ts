@@ -30,7 +30,13 @@ interface RunArgs extends ApiArgs {
   json?: boolean;
 }
 
-const list = (v: string | undefined) => (v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean));
+const list = (v: string | undefined) =>
+  v === undefined
+    ? undefined
+    : v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
 
 /** Flags mirror the pipeline file's keys (kebab-case here, snake_case there). */
 export function flagsToPipeline(a: RunArgs): PipelineConfig {
@@ -71,10 +77,16 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .option('dest', { type: 'string', describe: 'DIR or s3://bucket/prefix (default ./exports)' })
       .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint URL (MinIO, R2, GCS interoperability); path-style' })
       .option('s3-region', { type: 'string' })
-      .option('s3-checksum-when-required', { type: 'boolean', describe: 'send/validate checksums only when the operation requires them (default on with --s3-endpoint)' })
+      .option('s3-checksum-when-required', {
+        type: 'boolean',
+        describe: 'send/validate checksums only when the operation requires them (default on with --s3-endpoint)',
+      })
       .option('format', { choices: ['ndjson', 'csv', 'parquet'] as const, describe: 'output format (default parquet)' })
       .option('gzip', { type: 'boolean', describe: 'gzip NDJSON files' })
-      .option('csv-formula-guard', { type: 'boolean', describe: "prefix ' to CSV text starting with = + - @ (spreadsheet formula injection)" })
+      .option('csv-formula-guard', {
+        type: 'boolean',
+        describe: "prefix ' to CSV text starting with = + - @ (spreadsheet formula injection)",
+      })
       .option('row-group-rows', { type: 'number', describe: 'Parquet rows per row group' })
       .option('max-file-rows', { type: 'number', describe: 'roll over to a new file after this many rows' })
       .option('max-file-bytes', { type: 'number', describe: 'roll over to a new file after this many bytes' })
@@ -85,9 +97,15 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .option('connections-per-domain', { type: 'number', describe: 'HTTP connections per API domain (default 8)' })
       .option('per-page', { type: 'number', describe: 'rows per page requested (default 1000; the server may clamp)' })
       .option('lookback-seconds', { type: 'number', describe: 'overlap subtracted from watermarks (default 300)' })
-      .option('snapshot-every-hours', { type: 'number', describe: 'full snapshot interval for tables without deletion records (default 168)' })
+      .option('snapshot-every-hours', {
+        type: 'number',
+        describe: 'full snapshot interval for tables without deletion records (default 168)',
+      })
       .option('shard', { type: 'string', describe: 'I/N: export only the schools of shard I of N (stable hash of the school id)' })
-      .option('progress', { choices: ['auto', 'tty', 'json', 'none'] as const, describe: 'live display on a TTY, JSON lines otherwise (default auto)' })
+      .option('progress', {
+        choices: ['auto', 'tty', 'json', 'none'] as const,
+        describe: 'live display on a TTY, JSON lines otherwise (default auto)',
+      })
       .option('json', { type: 'boolean', describe: 'print the summary as JSON' }) as unknown as Argv<RunArgs>,
   handler: async (a) => {
     const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a));

@@ -91,7 +91,7 @@ const listCommand: CommandModule<object, ListArgs> = {
   },
   handler: async (a) => {
     const args = { ...a } as ListArgs & Record<string, unknown>;
-    for (const f of FILTERS) args[f] = a[kebab(f) as keyof ListArgs] as string | undefined ?? a[f];
+    for (const f of FILTERS) args[f] = (a[kebab(f) as keyof ListArgs] as string | undefined) ?? a[f];
     await schoolsList(args);
   },
 };

@@ -25,7 +25,9 @@ function tablesFor(pipeline: string | undefined): TableSchema[] | undefined {
 }
 
 const s3 = (a: WarehouseArgs) =>
-  a['s3-endpoint'] || a['s3-region'] ? { ...(a['s3-endpoint'] ? { endpoint: a['s3-endpoint'] } : {}), ...(a['s3-region'] ? { region: a['s3-region'] } : {}) } : undefined;
+  a['s3-endpoint'] || a['s3-region']
+    ? { ...(a['s3-endpoint'] ? { endpoint: a['s3-endpoint'] } : {}), ...(a['s3-region'] ? { region: a['s3-region'] } : {}) }
+    : undefined;
 
 const common = (y: Argv) =>
   y
@@ -52,8 +54,11 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
             tables: tablesFor(args.pipeline),
             onProgress: (msg) => process.stderr.write(msg + '\n'),
           });
-          process.stderr.write(`applied ${res.appliedRuns.length} run(s)${res.appliedRuns.length ? ': ' + res.appliedRuns.join(', ') : ''}\n`);
-          for (const [t, n] of Object.entries(res.tables)) process.stderr.write(`  ${t.padEnd(26)} ${n.toLocaleString('en').padStart(12)} rows\n`);
+          process.stderr.write(
+            `applied ${res.appliedRuns.length} run(s)${res.appliedRuns.length ? ': ' + res.appliedRuns.join(', ') : ''}\n`,
+          );
+          for (const [t, n] of Object.entries(res.tables))
+            process.stderr.write(`  ${t.padEnd(26)} ${n.toLocaleString('en').padStart(12)} rows\n`);
           if (!process.stdout.isTTY) process.stdout.write(JSON.stringify(res) + '\n');
         },
       })

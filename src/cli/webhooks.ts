@@ -51,11 +51,18 @@ const serveCommand: CommandModule<object, ServeArgs> = {
   builder: (y: Argv) =>
     y
       .option('dest', { type: 'string', demandOption: true, describe: 'the export destination the runs use: DIR or s3://bucket/prefix' })
-      .option('secret-file', { type: 'string', demandOption: true, describe: 'file holding the secret path segment (16+ URL-safe characters)' })
+      .option('secret-file', {
+        type: 'string',
+        demandOption: true,
+        describe: 'file holding the secret path segment (16+ URL-safe characters)',
+      })
       .option('port', { type: 'number', default: 8787 })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address (a TLS reverse proxy in front)' })
       .option('run', { type: 'string', describe: 'PIPELINE file: on schoolApproved run it at once for that school' })
-      .option('purge-on-revoke', { type: 'boolean', describe: "on accessRevoked/accessDeclined delete the school's exported files and state" })
+      .option('purge-on-revoke', {
+        type: 'boolean',
+        describe: "on accessRevoked/accessDeclined delete the school's exported files and state",
+      })
       .option('token-dir', { type: 'string', describe: 'where school tokens from schoolApproved are kept (mode 0600); outside --dest' })
       .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint for an s3:// destination' })
       .option('s3-region', { type: 'string' })
@@ -78,7 +85,13 @@ const serveCommand: CommandModule<object, ServeArgs> = {
       log,
     });
     // the URL carries the secret: print where it listens, never the secret itself
-    log({ event: 'listening', url: rx.url.replace(secret, '<secret>'), dest: sink.url, purge_on_revoke: Boolean(a['purge-on-revoke']), run: a.run ?? null });
+    log({
+      event: 'listening',
+      url: rx.url.replace(secret, '<secret>'),
+      dest: sink.url,
+      purge_on_revoke: Boolean(a['purge-on-revoke']),
+      run: a.run ?? null,
+    });
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
       process.once('SIGINT', stop);

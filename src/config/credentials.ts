@@ -50,7 +50,8 @@ export function normaliseBaseUrl(url: string, what: string): string {
   } catch {
     throw new ConfigError(`${what}: ${JSON.stringify(url)} is not a URL (expected e.g. https://api.example.com)`);
   }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ConfigError(`${what}: only http(s) URLs are supported, got ${u.protocol}`);
+  if (u.protocol !== 'https:' && u.protocol !== 'http:')
+    throw new ConfigError(`${what}: only http(s) URLs are supported, got ${u.protocol}`);
   if (u.username || u.password) throw new ConfigError(`${what}: put credentials in SCHOOL_API_TOKEN or --token-file, not in the URL`);
   return u.origin + u.pathname.replace(/\/+$/, '').replace(/\/v1\.0$/, '');
 }

@@ -86,7 +86,9 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
       maxPerPage: c.sandbox.max_per_page,
     };
   } else {
-    throw new ConfigError(`${pipelineFile ?? 'flags'}: no source: set api_url (or --api-url), or a "sandbox" block to run against the built-in sandbox`);
+    throw new ConfigError(
+      `${pipelineFile ?? 'flags'}: no source: set api_url (or --api-url), or a "sandbox" block to run against the built-in sandbox`,
+    );
   }
   const [index, count] = (c.shard ?? '0/1').split('/').map(Number) as [number, number];
   return {

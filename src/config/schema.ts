@@ -110,10 +110,7 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   schools: arrayOf(schoolId),
   resources: arrayOf(resourceName),
   custom_resources: arrayOf(
-    object(
-      { name: resourceName, path: str, key: arrayOf(str), incremental: bool, include: arrayOf(resourceName) },
-      ['name', 'path'],
-    ),
+    object({ name: resourceName, path: str, key: arrayOf(str), incremental: bool, include: arrayOf(resourceName) }, ['name', 'path']),
   ),
   full_refresh: bool,
   concurrency: int(1, 256),
@@ -137,13 +134,16 @@ export function validatePipeline(raw: unknown, where: string): PipelineConfig {
   if (cfg.custom_resources) {
     for (const r of cfg.custom_resources) {
       if (!r.path.startsWith('/') || !r.path.includes('{school_id}')) {
-        throw new ConfigError(`${where}: custom_resources ${r.name}.path: expected a path under /v1.0 containing {school_id}, e.g. /schools/{school_id}/students`);
+        throw new ConfigError(
+          `${where}: custom_resources ${r.name}.path: expected a path under /v1.0 containing {school_id}, e.g. /schools/{school_id}/students`,
+        );
       }
     }
   }
   if (cfg.shard) {
     const [i, n] = cfg.shard.split('/').map(Number) as [number, number];
-    if (i >= n) throw new ConfigError(`${where}: shard: index ${i} must be below the shard count ${n} (shards are 0/${n} to ${n - 1}/${n})`);
+    if (i >= n)
+      throw new ConfigError(`${where}: shard: index ${i} must be below the shard count ${n} (shards are 0/${n} to ${n - 1}/${n})`);
   }
   return cfg;
 }

@@ -4,14 +4,7 @@ import { Readable, pipeline } from 'node:stream';
 import { jsonParser } from 'stream-json/parser.js';
 import type { parser } from 'stream-json';
 import { ListWalker } from './list-walker.ts';
-import {
-  badBody,
-  classifyStreamError,
-  DEFAULT_BATCH_SIZE,
-  truncatedBody,
-  type DecodedBatch,
-  type DecodeOptions,
-} from './types.ts';
+import { badBody, classifyStreamError, DEFAULT_BATCH_SIZE, truncatedBody, type DecodedBatch, type DecodeOptions } from './types.ts';
 
 type Token = parser.Token;
 

@@ -83,8 +83,5 @@ export function toPageMeta(meta: unknown): PageMeta | undefined {
 
 /** V8's messages for JSON cut short, as opposed to JSON that is wrong. */
 export function isTruncatedJson(e: unknown): boolean {
-  return (
-    e instanceof SyntaxError &&
-    /Unexpected end of JSON input|Unterminated string|Unexpected end of input/i.test(e.message)
-  );
+  return e instanceof SyntaxError && /Unexpected end of JSON input|Unterminated string|Unexpected end of input/i.test(e.message);
 }

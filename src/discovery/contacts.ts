@@ -54,8 +54,14 @@ export function parseContact(spec: string): AccessContact {
 }
 
 export function buildContacts(contacts: string[], phones: string[] = [], notes: string[] = []): AccessContact[] {
-  if (phones.length > contacts.length) throw usageError(`${phones.length} --phone values for ${contacts.length} --contact: each --phone belongs to the --contact in the same position`);
-  if (notes.length > contacts.length) throw usageError(`${notes.length} --notes values for ${contacts.length} --contact: each --notes belongs to the --contact in the same position`);
+  if (phones.length > contacts.length)
+    throw usageError(
+      `${phones.length} --phone values for ${contacts.length} --contact: each --phone belongs to the --contact in the same position`,
+    );
+  if (notes.length > contacts.length)
+    throw usageError(
+      `${notes.length} --notes values for ${contacts.length} --contact: each --notes belongs to the --contact in the same position`,
+    );
   return contacts.map((spec, i) => {
     const c = parseContact(spec);
     const phone = phones[i]?.trim();

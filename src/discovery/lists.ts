@@ -45,10 +45,12 @@ function checkValue(name: FilterName, v: string): string {
       break;
     case 'updated_after':
     case 'updated_before':
-      if (!DATE_RE.test(value) || Number.isNaN(Date.parse(value.replace(' ', 'T')))) throw bad('expected a date like "2024-09-01" or "2024-09-01 08:00:00"');
+      if (!DATE_RE.test(value) || Number.isNaN(Date.parse(value.replace(' ', 'T'))))
+        throw bad('expected a date like "2024-09-01" or "2024-09-01 08:00:00"');
       break;
     case 'iso_3166_2':
-      if (!ISO_3166_RE.test(value)) throw bad('expected ISO 3166-1 alpha-2 or ISO 3166-2 codes, comma-separated, e.g. "GB" or "GB-ENG,GB-WLS"');
+      if (!ISO_3166_RE.test(value))
+        throw bad('expected ISO 3166-1 alpha-2 or ISO 3166-2 codes, comma-separated, e.g. "GB" or "GB-ENG,GB-WLS"');
       return value.toUpperCase();
     default:
       if (value.length > 100) throw bad('at most 100 characters');
@@ -70,7 +72,11 @@ export function buildListQuery(list: SchoolListName, filters: ListFilters): Reco
     }
     query[name] = checkValue(name, v);
   }
-  if (query.updated_after && query.updated_before && Date.parse(query.updated_after.replace(' ', 'T')) > Date.parse(query.updated_before.replace(' ', 'T'))) {
+  if (
+    query.updated_after &&
+    query.updated_before &&
+    Date.parse(query.updated_after.replace(' ', 'T')) > Date.parse(query.updated_before.replace(' ', 'T'))
+  ) {
     throw usageError(`--updated-after ${query.updated_after} is later than --updated-before ${query.updated_before}: nothing could match`);
   }
   return query;

@@ -84,11 +84,15 @@ const COLUMNS: { key: keyof SchoolSummary; title: string; width: number }[] = [
 ];
 
 export function tableHeader(): string {
-  return COLUMNS.map((c) => fit(c.title, c.width)).join('  ').trimEnd();
+  return COLUMNS.map((c) => fit(c.title, c.width))
+    .join('  ')
+    .trimEnd();
 }
 
 export function tableRow(s: SchoolSummary): string {
-  return COLUMNS.map((c) => fit(s[c.key], c.width)).join('  ').trimEnd();
+  return COLUMNS.map((c) => fit(s[c.key], c.width))
+    .join('  ')
+    .trimEnd();
 }
 
 export interface PermissionView {
@@ -115,10 +119,18 @@ export function groupPermissions(list: unknown[]): Record<string, PermissionView
   const groups = new Map<string, PermissionView[]>();
   for (const p of list as Record<string, any>[]) {
     const g = text(p?.group) || '(no group)';
-    const view = { identity: text(p?.identity), name: text(p?.name), optional: p?.optional === true, approved: p?.approved === true, audited: p?.audited === true };
+    const view = {
+      identity: text(p?.identity),
+      name: text(p?.name),
+      optional: p?.optional === true,
+      approved: p?.approved === true,
+      audited: p?.audited === true,
+    };
     groups.set(g, [...(groups.get(g) ?? []), view]);
   }
-  return Object.fromEntries([...groups].sort(([a], [b]) => a.localeCompare(b)).map(([g, ps]) => [g, ps.sort((a, b) => a.identity.localeCompare(b.identity))]));
+  return Object.fromEntries(
+    [...groups].sort(([a], [b]) => a.localeCompare(b)).map(([g, ps]) => [g, ps.sort((a, b) => a.identity.localeCompare(b.identity))]),
+  );
 }
 
 /** The ACL as counts: person ids are personal data and are not printed. */
@@ -148,7 +160,10 @@ export function renderDetails(d: SchoolDetails): string {
     `  phase ${text(school?.phase_of_education)}   mis ${text(school?.mis)}   timezone ${text(school?.timezone)}`,
   ];
   if (d.meta) {
-    lines.push('meta', `  online ${yesNo(d.meta.online)}   approved ${yesNo(d.meta.approved)}   audited ${yesNo(d.meta.audited)}   custom attendance codes ${yesNo(d.meta.custom_attendance_codes)}`);
+    lines.push(
+      'meta',
+      `  online ${yesNo(d.meta.online)}   approved ${yesNo(d.meta.approved)}   audited ${yesNo(d.meta.audited)}   custom attendance codes ${yesNo(d.meta.custom_attendance_codes)}`,
+    );
   } else {
     lines.push('meta', '  not available');
   }
@@ -158,12 +173,19 @@ export function renderDetails(d: SchoolDetails): string {
   for (const [g, ps] of groups) {
     lines.push(`  ${g}`);
     for (const p of ps) {
-      const flags = [p.approved ? 'approved' : 'not approved', p.optional ? 'optional' : '', p.audited ? 'audited' : ''].filter(Boolean).join(', ');
+      const flags = [p.approved ? 'approved' : 'not approved', p.optional ? 'optional' : '', p.audited ? 'audited' : '']
+        .filter(Boolean)
+        .join(', ');
       lines.push(`    ${p.identity}  ${p.name}  (${flags})`);
     }
   }
   if (d.acl) {
-    const types = d.acl.types ? '   ' + Object.entries(d.acl.types).map(([t, n]) => `${t} ${n}`).join(', ') : '';
+    const types = d.acl.types
+      ? '   ' +
+        Object.entries(d.acl.types)
+          .map(([t, n]) => `${t} ${n}`)
+          .join(', ')
+      : '';
     lines.push('acl', `  mode ${d.acl.mode ?? 'none (no ACL enabled)'}   ids ${d.acl.count}${types}`);
   } else {
     lines.push('acl', '  not available');

@@ -10,7 +10,12 @@ import { groupPermissions, summarizeAcl, type SchoolDetails } from './render.ts'
  * (discovery) domain; everything about one school goes to its region.domain, which the client
  * refuses (E_DOMAIN_NOT_ALLOWED, nothing sent) unless it is configured.
  */
-export async function* listSchools(client: ApiClient, list: SchoolListName, filters: ListFilters = {}, perPage = 100): AsyncGenerator<unknown> {
+export async function* listSchools(
+  client: ApiClient,
+  list: SchoolListName,
+  filters: ListFilters = {},
+  perPage = 100,
+): AsyncGenerator<unknown> {
   const query = buildListQuery(list, filters);
   const path = SCHOOL_LISTS[list].path;
   // the school lists document page/per_page only, so offset pagination (following next URLs)
@@ -53,7 +58,11 @@ async function optional<T>(p: Promise<T>, notes: string[], what: string): Promis
   }
 }
 
-export async function showSchool(client: ApiClient, id: string, o: { withUserType?: boolean } = {}): Promise<SchoolDetails & { notes: string[] }> {
+export async function showSchool(
+  client: ApiClient,
+  id: string,
+  o: { withUserType?: boolean } = {},
+): Promise<SchoolDetails & { notes: string[] }> {
   const school = await getSchool(client, id);
   const domain = domainOf(school);
   client.baseFor(domain); // refuses an unconfigured domain before any request to it
@@ -61,7 +70,11 @@ export async function showSchool(client: ApiClient, id: string, o: { withUserTyp
   const notes: string[] = [];
   const [meta, perms, acl] = await Promise.all([
     optional(client.getJson(`/meta/schools/${id}`, { domain, ctx: { ...ctx, endpoint: '/meta/schools/{id}' } }), notes, 'meta'),
-    optional(client.getJson(`/meta/schools/${id}/permissions`, { domain, ctx: { ...ctx, endpoint: '/meta/schools/{id}/permissions' } }), notes, 'permissions'),
+    optional(
+      client.getJson(`/meta/schools/${id}/permissions`, { domain, ctx: { ...ctx, endpoint: '/meta/schools/{id}/permissions' } }),
+      notes,
+      'permissions',
+    ),
     optional(
       client.getJson(`/meta/schools/${id}/acl`, {
         domain,
@@ -102,12 +115,19 @@ function accessResult(id: string, body: unknown): AccessResult {
 /** The school is looked up first so the request goes to its own regional domain. */
 export async function requestAccess(client: ApiClient, id: string, contacts: AccessContact[]): Promise<AccessResult> {
   const domain = domainOf(await getSchool(client, id));
-  const r = await client.send('POST', `/schools/${id}/request-access`, { domain, body: { contacts }, ctx: { school: id, endpoint: '/schools/{id}/request-access' } });
+  const r = await client.send('POST', `/schools/${id}/request-access`, {
+    domain,
+    body: { contacts },
+    ctx: { school: id, endpoint: '/schools/{id}/request-access' },
+  });
   return accessResult(id, r.body);
 }
 
 export async function revokeAccess(client: ApiClient, id: string): Promise<AccessResult> {
   const domain = domainOf(await getSchool(client, id));
-  const r = await client.send('DELETE', `/schools/${id}/revoke-access`, { domain, ctx: { school: id, endpoint: '/schools/{id}/revoke-access' } });
+  const r = await client.send('DELETE', `/schools/${id}/revoke-access`, {
+    domain,
+    ctx: { school: id, endpoint: '/schools/{id}/revoke-access' },
+  });
   return accessResult(id, r.body);
 }

@@ -9,8 +9,7 @@ export type Converter = (v: unknown) => Converted;
 const INT_RE = /^-?\d{1,15}$/;
 const NUM_RE = /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
 
-const toString: Converter = (v) =>
-  typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : MISMATCH;
+const toString: Converter = (v) => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : MISMATCH);
 
 const toInteger: Converter = (v) => {
   if (typeof v === 'number') return Number.isSafeInteger(v) ? v : MISMATCH;
@@ -32,8 +31,7 @@ const toBoolean: Converter = (v) => {
 };
 
 /** string or integer, decimal text: numbers become their decimal text, strings stay as they are. */
-const toText: Converter = (v) =>
-  typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : MISMATCH;
+const toText: Converter = (v) => (typeof v === 'string' ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : MISMATCH);
 
 const toJson: Converter = (v) => JSON.stringify(v);
 

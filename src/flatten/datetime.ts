@@ -44,7 +44,11 @@ function toIso(utcMs: number, fraction: string): string {
 function wallMs(m: RegExpExecArray): number {
   const t = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0));
   const d = new Date(t);
-  const ok = d.getUTCDate() === Number(m[3]) && d.getUTCHours() === Number(m[4]) && d.getUTCMinutes() === Number(m[5]) && d.getUTCSeconds() === Number(m[6] ?? 0);
+  const ok =
+    d.getUTCDate() === Number(m[3]) &&
+    d.getUTCHours() === Number(m[4]) &&
+    d.getUTCMinutes() === Number(m[5]) &&
+    d.getUTCSeconds() === Number(m[6] ?? 0);
   return ok ? t : NaN;
 }
 

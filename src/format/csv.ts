@@ -51,7 +51,11 @@ class CsvWriter implements FormatWriter {
   private readonly enc: ReturnType<typeof csvEncoder>;
   private headerDone = false;
 
-  constructor(schema: TableSchema, private readonly out: Writable, guard: boolean) {
+  constructor(
+    schema: TableSchema,
+    private readonly out: Writable,
+    guard: boolean,
+  ) {
     this.enc = csvEncoder(schema, guard);
   }
 

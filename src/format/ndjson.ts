@@ -48,7 +48,11 @@ class NdjsonWriter implements FormatWriter {
   private readonly target: Writable;
   private readonly done: Promise<void>;
 
-  constructor(schema: TableSchema, private readonly out: Writable, gzip: boolean) {
+  constructor(
+    schema: TableSchema,
+    private readonly out: Writable,
+    gzip: boolean,
+  ) {
     this.line = ndjsonSerializer(schema);
     if (gzip) {
       const gz = createGzip();
@@ -84,7 +88,6 @@ class NdjsonWriter implements FormatWriter {
     }
   }
 }
-
 
 export const ndjson: Format = {
   name: 'ndjson',

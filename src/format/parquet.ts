@@ -104,9 +104,15 @@ class ParquetFormatWriter implements FormatWriter {
   private cols: ColumnBuffer[];
   private buffered = 0;
 
-  constructor(given: TableSchema, out: Writable, private readonly rowGroupRows: number) {
+  constructor(
+    given: TableSchema,
+    out: Writable,
+    private readonly rowGroupRows: number,
+  ) {
     // drift always has a place to go, even for a schema built without `_extra`
-    const schema = given.columns.some((c) => c.name === EXTRA_COLUMN.name) ? given : { ...given, columns: [...given.columns, EXTRA_COLUMN] };
+    const schema = given.columns.some((c) => c.name === EXTRA_COLUMN.name)
+      ? given
+      : { ...given, columns: [...given.columns, EXTRA_COLUMN] };
     const { columns, isDeclared } = declaredColumns(schema);
     this.names = columns.map((c) => c.name);
     this.types = columns.map((c) => c.type);
@@ -173,7 +179,10 @@ class ParquetFormatWriter implements FormatWriter {
   private async flush(w: ParquetWriter): Promise<void> {
     const cols = this.cols;
     const n = this.buffered;
-    this.cols = newColumns(cols.map((c) => c.name), this.withStats);
+    this.cols = newColumns(
+      cols.map((c) => c.name),
+      this.withStats,
+    );
     this.buffered = 0;
     try {
       await flushRowGroup(w, cols, n);
@@ -196,6 +205,5 @@ class ParquetFormatWriter implements FormatWriter {
 export const parquetFormat: Format = {
   name: 'parquet',
   extension: () => 'parquet',
-  open: (schema, out, opts) =>
-    new ParquetFormatWriter(schema, out, Math.max(1, Math.floor(opts.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS))),
+  open: (schema, out, opts) => new ParquetFormatWriter(schema, out, Math.max(1, Math.floor(opts.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS))),
 };

@@ -99,7 +99,10 @@ export class Committer {
     // not grow twice as fast as runs. (A loader that applied some parts re-stages those tasks
     // from the whole manifest; the merge resolves the duplicate rows to the same state.)
     if (this.part > 0) {
-      const parts = Array.from({ length: this.part }, (_, i) => `_manifests/${this.header.run_id}/part-${String(i + 1).padStart(5, '0')}.json`);
+      const parts = Array.from(
+        { length: this.part },
+        (_, i) => `_manifests/${this.header.run_id}/part-${String(i + 1).padStart(5, '0')}.json`,
+      );
       await this.sink.remove(parts).catch(() => undefined);
     }
     return manifest;

@@ -51,12 +51,14 @@ export async function updateState(
 ): Promise<SchoolState> {
   const key = `${sink.url}|${region}|${schoolId}`;
   const prev = locks.get(key) ?? Promise.resolve();
-  const next = prev.catch(() => undefined).then(async () => {
-    const s = await readState(sink, region, schoolId);
-    await mutate(s);
-    await writeState(sink, s);
-    return s;
-  });
+  const next = prev
+    .catch(() => undefined)
+    .then(async () => {
+      const s = await readState(sink, region, schoolId);
+      await mutate(s);
+      await writeState(sink, s);
+      return s;
+    });
   locks.set(key, next);
   try {
     return await next;

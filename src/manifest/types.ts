@@ -47,7 +47,14 @@ export interface Manifest {
   part?: number; // on part files: the part's sequence number
   tasks: ManifestTask[];
   /** Deletions read in this run (also written as rows of the `deletions` table, whose files are listed in tasks). */
-  deletions: { school_id: string; type: string; id: string; deleted_at: string | null; restored_at: string | null; detected_by: 'api' | 'snapshot' }[];
+  deletions: {
+    school_id: string;
+    type: string;
+    id: string;
+    deleted_at: string | null;
+    restored_at: string | null;
+    detected_by: 'api' | 'snapshot';
+  }[];
   /** Schools whose exported data was purged in this run (access revoked with --purge-on-revoke). */
   purged?: { school_id: string; region: string; reason: string; files_removed: number }[];
 }

@@ -21,7 +21,10 @@ export function selectResources(names: string[] | undefined, custom: CustomResou
   const byName = new Map(all.map((r) => [r.name, r]));
   return names.map((n) => {
     const r = byName.get(n);
-    if (!r) throw new ConfigError(`resources: unknown table ${JSON.stringify(n)} (known: ${[...byName.keys()].join(', ')}; declare others under custom_resources)`);
+    if (!r)
+      throw new ConfigError(
+        `resources: unknown table ${JSON.stringify(n)} (known: ${[...byName.keys()].join(', ')}; declare others under custom_resources)`,
+      );
     return r;
   });
 }
@@ -70,7 +73,10 @@ export async function discoverSchools(
       problems.push({
         schoolId: id,
         region: '?',
-        error: new ExportError('E_NOT_FOUND', `school ${id} is not among the schools that approved access (see: school-export schools list --state all)`),
+        error: new ExportError(
+          'E_NOT_FOUND',
+          `school ${id} is not among the schools that approved access (see: school-export schools list --state all)`,
+        ),
       });
     }
   }

@@ -101,9 +101,12 @@ class TtyReporter implements Reporter {
 
   private draw(): void {
     this.clear();
-    const lines = [`${this.done + this.failed}/${this.total} tasks, ${this.rows.toLocaleString('en')} rows${this.failed ? `, ${this.failed} failed` : ''}`];
+    const lines = [
+      `${this.done + this.failed}/${this.total} tasks, ${this.rows.toLocaleString('en')} rows${this.failed ? `, ${this.failed} failed` : ''}`,
+    ];
     const shown = [...this.active.entries()].slice(0, 12);
-    for (const [k, a] of shown) lines.push(`  ${k.padEnd(40)} ${a.mode.padEnd(11)} ${String(a.rows).padStart(10)} rows ${String(a.pages).padStart(6)} pages`);
+    for (const [k, a] of shown)
+      lines.push(`  ${k.padEnd(40)} ${a.mode.padEnd(11)} ${String(a.rows).padStart(10)} rows ${String(a.pages).padStart(6)} pages`);
     if (this.active.size > shown.length) lines.push(`  … and ${this.active.size - shown.length} more`);
     this.stream.write(lines.join('\n') + '\n');
     this.drawn = lines.length;

@@ -55,7 +55,9 @@ export async function runExport(cfg: RunConfig, deps: RunDeps = {}): Promise<Run
       ({ apiUrl, domains, auth } = cfg.source);
       token = deps.token ?? resolveToken(cfg.source.tokenFile);
     }
-    sink = await openSink(cfg.dest, { s3: { endpoint: cfg.s3.endpoint, region: cfg.s3.region, checksumWhenRequired: cfg.s3.checksumWhenRequired } });
+    sink = await openSink(cfg.dest, {
+      s3: { endpoint: cfg.s3.endpoint, region: cfg.s3.region, checksumWhenRequired: cfg.s3.checksumWhenRequired },
+    });
     client = new ApiClient({
       apiUrl,
       token,
@@ -134,13 +136,24 @@ async function execute(
     const { state, directive } = r;
     if (directive?.deactivated) {
       deactivated.push(school.id);
-      reporter.emit({ event: 'school_skipped', school_id: school.id, reason: `access ${directive.deactivated.event}: ${directive.deactivated.reason}` });
+      reporter.emit({
+        event: 'school_skipped',
+        school_id: school.id,
+        reason: `access ${directive.deactivated.event}: ${directive.deactivated.reason}`,
+      });
       continue;
     }
     if (directive) forceSeq.set(school.id, directive.force_full_seq);
     for (const spec of resources) plans.push(planTask(school, spec, state, directive, cfg, startedAt));
   }
-  reporter.emit({ event: 'run_start', run_id: runId, dest: sink.url, format: cfg.format, schools: discovered.schools.length, tasks: plans.length });
+  reporter.emit({
+    event: 'run_start',
+    run_id: runId,
+    dest: sink.url,
+    format: cfg.format,
+    schools: discovered.schools.length,
+    tasks: plans.length,
+  });
 
   const seqs = new Map<string, number>();
   const nextSeq = (dir: string) => {
@@ -185,8 +198,16 @@ async function execute(
                   watermark,
                   last_run_id: runId,
                   last_full_at: out.task.mode === 'full' ? out.taskStart.toISOString() : (prev?.last_full_at ?? null),
-                  ...(out.snapshotIdsFile ? { known_ids_file: out.snapshotIdsFile } : prev?.known_ids_file ? { known_ids_file: prev.known_ids_file } : {}),
-                  ...(forceSeq.has(school.id) ? { applied_force_full_seq: forceSeq.get(school.id) } : prev?.applied_force_full_seq !== undefined ? { applied_force_full_seq: prev.applied_force_full_seq } : {}),
+                  ...(out.snapshotIdsFile
+                    ? { known_ids_file: out.snapshotIdsFile }
+                    : prev?.known_ids_file
+                      ? { known_ids_file: prev.known_ids_file }
+                      : {}),
+                  ...(forceSeq.has(school.id)
+                    ? { applied_force_full_seq: forceSeq.get(school.id) }
+                    : prev?.applied_force_full_seq !== undefined
+                      ? { applied_force_full_seq: prev.applied_force_full_seq }
+                      : {}),
                 };
               });
               // The previous id list is no longer referenced: keep state from growing.
@@ -215,7 +236,14 @@ async function execute(
   return summary;
 }
 
-function planTask(school: SchoolRef, spec: TaskPlan['spec'], state: SchoolState, directive: SchoolDirective | undefined, cfg: RunConfig, now: Date): TaskPlan {
+function planTask(
+  school: SchoolRef,
+  spec: TaskPlan['spec'],
+  state: SchoolState,
+  directive: SchoolDirective | undefined,
+  cfg: RunConfig,
+  now: Date,
+): TaskPlan {
   const prev = state.resources[spec.name];
   const forced = directive ? directive.force_full_seq > (prev?.applied_force_full_seq ?? 0) : false;
   const snapshot = !spec.deletionType && spec.name !== 'deletions' && snapshotDue(prev?.last_full_at, cfg.snapshotEveryHours, now);
@@ -231,5 +259,14 @@ function planTask(school: SchoolRef, spec: TaskPlan['spec'], state: SchoolState,
 }
 
 function failedTask(schoolId: string, region: string, resource: string, status: 'failed' | 'skipped', err: ExportError): ManifestTask {
-  return { school_id: schoolId, region, resource, status, mode: 'full', files: [], rows: {}, error: { code: err.code, message: err.message } };
+  return {
+    school_id: schoolId,
+    region,
+    resource,
+    status,
+    mode: 'full',
+    files: [],
+    rows: {},
+    error: { code: err.code, message: err.message },
+  };
 }

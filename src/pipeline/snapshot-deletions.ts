@@ -27,7 +27,10 @@ export async function detectSnapshotDeletions(o: {
       try {
         previous = JSON.parse(gunzipSync(buf).toString('utf8')) as string[];
       } catch (e) {
-        throw new ExportError('E_STATE', `snapshot id list ${o.previousIdsFile} is unreadable (${(e as Error).message}): delete it to start a new baseline`);
+        throw new ExportError(
+          'E_STATE',
+          `snapshot id list ${o.previousIdsFile} is unreadable (${(e as Error).message}): delete it to start a new baseline`,
+        );
       }
       const at = o.detectedAt.toISOString().replace('Z', '000Z');
       for (const id of previous) {

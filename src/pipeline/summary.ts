@@ -19,10 +19,7 @@ export interface RunSummary {
   deactivated: string[];
 }
 
-export function summarise(
-  m: Manifest,
-  o: { deactivated: string[]; durationMs: number; dest: string },
-): RunSummary {
+export function summarise(m: Manifest, o: { deactivated: string[]; durationMs: number; dest: string }): RunSummary {
   const tables: Record<string, TableTotals> = {};
   const drift: Record<string, Set<string>> = {};
   const tasks = { committed: 0, failed: 0, skipped: 0 };
@@ -55,12 +52,20 @@ export function summarise(
 }
 
 const fmtBytes = (n: number) =>
-  n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : n < 1024 ** 3 ? `${(n / 1024 ** 2).toFixed(1)} MiB` : `${(n / 1024 ** 3).toFixed(2)} GiB`;
+  n < 1024
+    ? `${n} B`
+    : n < 1024 ** 2
+      ? `${(n / 1024).toFixed(1)} KiB`
+      : n < 1024 ** 3
+        ? `${(n / 1024 ** 2).toFixed(1)} MiB`
+        : `${(n / 1024 ** 3).toFixed(2)} GiB`;
 
 /** The table a person reads at the end of a run. */
 export function renderSummary(s: RunSummary): string {
   const lines: string[] = [];
-  lines.push(`run ${s.runId} ${s.status === 'ok' ? 'finished' : 'finished with failures'} in ${(s.durationMs / 1000).toFixed(1)} s -> ${s.dest}`);
+  lines.push(
+    `run ${s.runId} ${s.status === 'ok' ? 'finished' : 'finished with failures'} in ${(s.durationMs / 1000).toFixed(1)} s -> ${s.dest}`,
+  );
   const names = Object.keys(s.tables).sort();
   const w = Math.max(5, ...names.map((n) => n.length));
   lines.push(`  ${'table'.padEnd(w)} ${'rows'.padStart(12)} ${'files'.padStart(6)} ${'bytes'.padStart(11)}`);
@@ -72,12 +77,20 @@ export function renderSummary(s: RunSummary): string {
     rows += t.rows;
     files += t.files;
     bytes += t.bytes;
-    lines.push(`  ${n.padEnd(w)} ${t.rows.toLocaleString('en').padStart(12)} ${String(t.files).padStart(6)} ${fmtBytes(t.bytes).padStart(11)}`);
+    lines.push(
+      `  ${n.padEnd(w)} ${t.rows.toLocaleString('en').padStart(12)} ${String(t.files).padStart(6)} ${fmtBytes(t.bytes).padStart(11)}`,
+    );
   }
-  lines.push(`  ${'total'.padEnd(w)} ${rows.toLocaleString('en').padStart(12)} ${String(files).padStart(6)} ${fmtBytes(bytes).padStart(11)}`);
-  lines.push(`  tasks: ${s.tasks.committed} committed, ${s.tasks.failed} failed, ${s.tasks.skipped} skipped; deletions recorded: ${s.deletions}`);
+  lines.push(
+    `  ${'total'.padEnd(w)} ${rows.toLocaleString('en').padStart(12)} ${String(files).padStart(6)} ${fmtBytes(bytes).padStart(11)}`,
+  );
+  lines.push(
+    `  tasks: ${s.tasks.committed} committed, ${s.tasks.failed} failed, ${s.tasks.skipped} skipped; deletions recorded: ${s.deletions}`,
+  );
   for (const [table, fields] of Object.entries(s.drift)) {
-    lines.push(`  schema drift in ${table}: ${fields.length} undeclared field(s) kept (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`);
+    lines.push(
+      `  schema drift in ${table}: ${fields.length} undeclared field(s) kept (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`,
+    );
   }
   if (s.deactivated.length) lines.push(`  not exported (access revoked or declined): ${s.deactivated.join(', ')}`);
   for (const f of s.failures) lines.push(`  FAILED ${f.school_id} ${f.resource}: [${f.code}] ${f.message}`);

@@ -80,7 +80,10 @@ export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskOutcome
   const localStart = new Date();
   let taskStart: Date | undefined;
   const deletions: Manifest['deletions'] = [];
-  const seenIds = plan.mode === 'full' && spec.incremental && !spec.deletionType && spec.key.length === 1 && spec.scope === 'school' ? new Set<string>() : undefined;
+  const seenIds =
+    plan.mode === 'full' && spec.incremental && !spec.deletionType && spec.key.length === 1 && spec.scope === 'school'
+      ? new Set<string>()
+      : undefined;
   let rows = 0;
   let pages = 0;
   let bytes = 0;

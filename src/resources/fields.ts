@@ -21,5 +21,16 @@ export function singular(name: string): string {
  * `more` says otherwise), keyed by id, versioned by updated_at.
  */
 export function schoolList(name: string, path: string, fields: FieldSpec[], more: Partial<ResourceSpec> = {}): ResourceSpec {
-  return { name, path, scope: 'school', shape: 'list', paginated: true, incremental: true, fields, key: ['id'], updatedAtField: 'updated_at', ...more };
+  return {
+    name,
+    path,
+    scope: 'school',
+    shape: 'list',
+    paginated: true,
+    incremental: true,
+    fields,
+    key: ['id'],
+    updatedAtField: 'updated_at',
+    ...more,
+  };
 }

@@ -39,11 +39,7 @@ export function tableSchemas(spec: ResourceSpec): TableSchema[] {
   const children = (spec.children ?? []).map((c) => {
     const own = c.columns.flatMap(fieldColumns).filter((col) => col.name !== c.parentKey);
     const hasId = own.some((col) => col.name === 'id');
-    return withMeta(
-      c.table,
-      [{ name: c.parentKey, type: 'string', nullable: false }, ...own],
-      hasId ? [c.parentKey, 'id'] : [c.parentKey],
-    );
+    return withMeta(c.table, [{ name: c.parentKey, type: 'string', nullable: false }, ...own], hasId ? [c.parentKey, 'id'] : [c.parentKey]);
   });
   return [parent, ...children];
 }

@@ -8,7 +8,18 @@ export const RESULTSETS_PER_SCHOOL = 6;
 export const RESULTS_PER_SCHOOL = 240;
 export const TEMPLATES_PER_SCHOOL = 3;
 
-const ASPECT_NAMES = ['Reading', 'Writing', 'Maths', 'Science', 'Effort', 'Behaviour grade', 'Attainment, "KS2"', 'Français', '数学', 'PE 🏃'];
+const ASPECT_NAMES = [
+  'Reading',
+  'Writing',
+  'Maths',
+  'Science',
+  'Effort',
+  'Behaviour grade',
+  'Attainment, "KS2"',
+  'Français',
+  '数学',
+  'PE 🏃',
+];
 const ASPECT_TYPES = ['GRADE', 'MARK', 'COMMENT', 'TARGET'];
 /** min/max values: null, numbers or strings, as real schools have them. */
 const BOUNDS: readonly [unknown, unknown][] = [

@@ -136,16 +136,28 @@ const CONTROL_ROUTES: Route[] = [
   ['POST', /^\/_control\/faults$/, (c, _m, b) => (c.fault(faultFromJson(b)), { success: true })],
   ['DELETE', /^\/_control\/faults$/, (c) => (c.clearFaults(), { success: true })],
   ['PUT', /^\/_control\/latency$/, (c, _m, b) => (c.latency(Number(b.ms)), { success: true })],
-  ['PUT', new RegExp(`^${S}/access$`), async (c, [id], b) => (await c.setAccess(id, b.state as AccessState), { success: true, state: b.state })],
+  [
+    'PUT',
+    new RegExp(`^${S}/access$`),
+    async (c, [id], b) => (await c.setAccess(id, b.state as AccessState), { success: true, state: b.state }),
+  ],
   ['POST', new RegExp(`^${S}/migrate$`), async (c, [id], b) => (await c.migrate(id, b.phase as 'scheduled'), { success: true })],
-  ['POST', new RegExp(`^${S}/writeback$`), (c, [id], b) => ({ writeback_id: c.writeback(id, typeof b.type === 'string' ? b.type : undefined) })],
+  [
+    'POST',
+    new RegExp(`^${S}/writeback$`),
+    (c, [id], b) => ({ writeback_id: c.writeback(id, typeof b.type === 'string' ? b.type : undefined) }),
+  ],
   ['GET', new RegExp(`^${S}/([a-z_]+)$`), (c, [id, r]) => ({ data: c.records(id, r) })],
   ['POST', new RegExp(`^${S}/([a-z_]+)$`), (c, [id, r], b) => ({ ids: c.add(id, r, Number(b.n ?? 1)) })],
-  ['GET', new RegExp(`^${S}/([a-z_]+)/([^/]+)$`), (c, [id, r, item]) => {
-    const v = c.get(id, r, item);
-    if (!v) throw new HttpError(404, `no ${r} ${item}`);
-    return { data: v };
-  }],
+  [
+    'GET',
+    new RegExp(`^${S}/([a-z_]+)/([^/]+)$`),
+    (c, [id, r, item]) => {
+      const v = c.get(id, r, item);
+      if (!v) throw new HttpError(404, `no ${r} ${item}`);
+      return { data: v };
+    },
+  ],
   ['PATCH', new RegExp(`^${S}/([a-z_]+)/([^/]+)$`), (c, [id, r, item], b) => ({ data: c.update(id, r, item, b) })],
   ['DELETE', new RegExp(`^${S}/([a-z_]+)/([^/]+)$`), (c, [id, r, item]) => ({ data: c.remove(id, r, item) })],
   ['POST', new RegExp(`^${S}/([a-z_]+)/([^/]+)/restore$`), (c, [id, r, item]) => ({ data: c.restore(id, r, item) })],

@@ -8,8 +8,25 @@ import { dt, type Micros } from './time.ts';
 import { KIND, makeId } from './record-ids.ts';
 
 export const DELETION_TYPES = [
-  'achievement', 'attendance_summary', 'behaviour', 'class', 'person', 'employee', 'student_pre_admission', 'student',
-  'student_leaver', 'contact', 'group', 'photo', 'room', 'subject', 'lesson', 'period', 'employee_absence', 'exclusion', 'event',
+  'achievement',
+  'attendance_summary',
+  'behaviour',
+  'class',
+  'person',
+  'employee',
+  'student_pre_admission',
+  'student',
+  'student_leaver',
+  'contact',
+  'group',
+  'photo',
+  'room',
+  'subject',
+  'lesson',
+  'period',
+  'employee_absence',
+  'exclusion',
+  'event',
 ] as const;
 
 /** Only these types show restored_at (spec 2.6). */
@@ -48,11 +65,15 @@ export class DeletionLog {
   }
 
   source(win: Window, type: string | null): KeySource {
-    return arraySource(this.entries, (e) => e.seq, (e) => {
-      if (type !== null && e.type !== type) return false;
-      const u = updatedOfDeletion(e);
-      return (win.after === undefined || u > win.after) && (win.before === undefined || u < win.before);
-    });
+    return arraySource(
+      this.entries,
+      (e) => e.seq,
+      (e) => {
+        if (type !== null && e.type !== type) return false;
+        const u = updatedOfDeletion(e);
+        return (win.after === undefined || u > win.after) && (win.before === undefined || u < win.before);
+      },
+    );
   }
 
   render(e: DeletionEntry, zone: string): Record<string, unknown> {

@@ -15,8 +15,18 @@ export interface RegionDef {
 
 export const REGIONS: readonly RegionDef[] = [
   { code: 'uk', domain: 'api.sandbox.test', zone: 'Europe/London', country: { code: 'GBR', name: 'United Kingdom', iso_3166_2: 'GB-ENG' } },
-  { code: 'apac', domain: 'api-apac.sandbox.test', zone: 'Australia/Sydney', country: { code: 'AUS', name: 'Australia', iso_3166_2: 'AU-NSW' } },
-  { code: 'africa', domain: 'api-africa.sandbox.test', zone: 'Africa/Johannesburg', country: { code: 'ZAF', name: 'South Africa', iso_3166_2: 'ZA-GP' } },
+  {
+    code: 'apac',
+    domain: 'api-apac.sandbox.test',
+    zone: 'Australia/Sydney',
+    country: { code: 'AUS', name: 'Australia', iso_3166_2: 'AU-NSW' },
+  },
+  {
+    code: 'africa',
+    domain: 'api-africa.sandbox.test',
+    zone: 'Africa/Johannesburg',
+    country: { code: 'ZAF', name: 'South Africa', iso_3166_2: 'ZA-GP' },
+  },
 ];
 
 export const ALPHA2: Record<string, string> = { GBR: 'GB', AUS: 'AU', ZAF: 'ZA' };
@@ -40,7 +50,7 @@ export interface SchoolDef {
 }
 
 const NAMES = [
-  "St Mary's C of E Primary, \"Upper\" Site",
+  'St Mary\'s C of E Primary, "Upper" Site',
   'École Saint-Exupéry',
   'Sydney 悉尼 Grammar',
   'Zwelethu 🌍 Academy',

@@ -65,7 +65,10 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   try {
     for (const [k, region] of REGIONS.entries()) {
       let listener: Listener | undefined;
-      const server = createServer({ keepAliveTimeout: 5000 }, requestHandler(world, () => listener!, onControl));
+      const server = createServer(
+        { keepAliveTimeout: 5000 },
+        requestHandler(world, () => listener!, onControl),
+      );
       servers.push(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

@@ -56,8 +56,7 @@ export interface Page {
 
 /** One page of keys from `source`, with the pagination object the response carries (if any). */
 export function paginate(source: KeySource, pp: PageParams, selfUrl: URL): Page {
-  const after =
-    pp.cursor === null ? source.seek((pp.page - 1) * pp.perPage) : pp.cursor === 'start' ? -1 : pp.cursor.k;
+  const after = pp.cursor === null ? source.seek((pp.page - 1) * pp.perPage) : pp.cursor === 'start' ? -1 : pp.cursor.k;
   const keys: number[] = [];
   let more = false;
   for (const k of source.keysAfter(after)) {

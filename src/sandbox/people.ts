@@ -5,7 +5,22 @@ import { dt, type Micros } from './time.ts';
 export const STUDENTS_PER_SCHOOL = 200;
 export const EMPLOYEES_PER_SCHOOL = 40;
 
-const FORENAMES = ['Zoë', 'José', '陈', 'Siobhán', 'Łukasz', 'Aïsha', 'Nguyễn', "D'Arcy", 'Ólafur', 'Thandiwe', 'Mia', 'Noah', 'Renée', '🦄 Unicorn'];
+const FORENAMES = [
+  'Zoë',
+  'José',
+  '陈',
+  'Siobhán',
+  'Łukasz',
+  'Aïsha',
+  'Nguyễn',
+  "D'Arcy",
+  'Ólafur',
+  'Thandiwe',
+  'Mia',
+  'Noah',
+  'Renée',
+  '🦄 Unicorn',
+];
 const SURNAMES = ['Smith', "O'Brien", 'Müller', '王', 'García-López', 'van der Berg', 'Dlamini', 'Ng', 'Smith, Jr.', 'Đặng', '"Quoted"'];
 const TITLES = ['Mr', 'Mrs', 'Ms', 'Dr', 'Mx'];
 

@@ -1,12 +1,20 @@
 /** The resources the sandbox keeps per school, their names, deletion types and base timelines. */
 export const RESOURCES = [
-  'achievements', 'achievement_attributes', 'students', 'employees',
-  'assessment_aspects', 'assessment_resultsets', 'assessment_results',
+  'achievements',
+  'achievement_attributes',
+  'students',
+  'employees',
+  'assessment_aspects',
+  'assessment_resultsets',
+  'assessment_results',
 ] as const;
 export type ResourceName = (typeof RESOURCES)[number];
 
 const ALIASES: Record<string, ResourceName> = {
-  attributes: 'achievement_attributes', aspects: 'assessment_aspects', results: 'assessment_results', resultsets: 'assessment_resultsets',
+  attributes: 'achievement_attributes',
+  aspects: 'assessment_aspects',
+  results: 'assessment_results',
+  resultsets: 'assessment_resultsets',
 };
 
 export function resourceName(name: string): ResourceName | null {
@@ -15,7 +23,11 @@ export function resourceName(name: string): ResourceName | null {
 }
 
 /** Deletion type recorded when a row of the resource is removed; assessment items and attributes have none. */
-export const DELETION_TYPE: Partial<Record<ResourceName, string>> = { achievements: 'achievement', students: 'student', employees: 'employee' };
+export const DELETION_TYPE: Partial<Record<ResourceName, string>> = {
+  achievements: 'achievement',
+  students: 'student',
+  employees: 'employee',
+};
 
 /** Base timeline per resource: first updated_at, spacing, and a jitter below the spacing (so updated_at grows with i). */
 export const TIMELINE: Record<ResourceName, { start: string; stepUs: number }> = {

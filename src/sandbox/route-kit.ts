@@ -43,8 +43,12 @@ export function includesOf(ctx: Ctx, allowed: readonly string[]): Set<string> {
   const v = ctx.url.searchParams.get('include');
   const set = new Set<string>();
   if (v === null || v.trim() === '') return set;
-  for (const name of v.split(',').map((x) => x.trim()).filter(Boolean)) {
-    if (!allowed.includes(name)) throw new HttpError(400, `include "${name}" is not available here (allowed: ${allowed.join(', ') || 'none'})`);
+  for (const name of v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)) {
+    if (!allowed.includes(name))
+      throw new HttpError(400, `include "${name}" is not available here (allowed: ${allowed.join(', ') || 'none'})`);
     set.add(name);
   }
   return set;
@@ -79,7 +83,11 @@ export function listReplyJson(ctx: Ctx, source: KeySource, renderJson: (key: num
   return { body: new RawJson('{"data":[' + page.keys.map(renderJson).join(',') + '],"meta":' + JSON.stringify(meta) + '}') };
 }
 
-export const EMPTY_SOURCE: KeySource = arraySource<number>([], (k) => k, () => true);
+export const EMPTY_SOURCE: KeySource = arraySource<number>(
+  [],
+  (k) => k,
+  () => true,
+);
 
 /**
  * The school a data request addresses. Wrong region: null for lists (they answer an empty list)
@@ -95,7 +103,8 @@ export function gateSchool(ctx: Ctx, id: string, kind: 'list' | 'item', needsAcc
   if (ctx.token.kind === 'school' && ctx.token.schoolId !== id) throw new HttpError(403, 'this school token belongs to another school');
   if (!needsAccess) return s;
   if (s.state === 'offline') throw new HttpError(423, `school ${id} is currently inactive; try again later`);
-  if (!isApproved(s.state)) throw new HttpError(403, `school ${id} has not approved access for this application (state: ${s.state})`, 'access_not_approved');
+  if (!isApproved(s.state))
+    throw new HttpError(403, `school ${id} has not approved access for this application (state: ${s.state})`, 'access_not_approved');
   return s;
 }
 

@@ -66,7 +66,12 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
   res.setHeader('date', world.now().toUTCString());
   if (l.isDefault && (url.pathname === '/_control' || url.pathname.startsWith('/_control/'))) return control(req, res, url);
   const entry: RequestLogEntry = {
-    method: req.method ?? 'GET', path: url.pathname + url.search, status: 0, region: l.region.code, host: req.headers.host, at: world.now().toISOString(),
+    method: req.method ?? 'GET',
+    path: url.pathname + url.search,
+    status: 0,
+    region: l.region.code,
+    host: req.headers.host,
+    at: world.now().toISOString(),
   };
   if (world.log.length >= MAX_LOG) world.log.splice(0, MAX_LOG / 10); // a long-running demo must not grow without bound
   world.log.push(entry);
@@ -84,7 +89,8 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
   try {
     const token = tokenOf(req);
     const info = token === null ? undefined : world.tokens.get(token);
-    if (!info) throw new HttpError(401, token === null ? 'missing access token (use Authorization: Bearer <token>)' : 'the access token is invalid');
+    if (!info)
+      throw new HttpError(401, token === null ? 'missing access token (use Authorization: Bearer <token>)' : 'the access token is invalid');
     if (!url.pathname.startsWith('/v1.0/')) throw new HttpError(404, 'no such route (paths start with /v1.0/)');
     const path = url.pathname.slice('/v1.0'.length).replace(/\/+$/, '');
     let methodMismatch = false;
@@ -99,7 +105,9 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
       const reply = await handler(ctx, m.slice(1).map(decodeSegment));
       return sendJson(req, res, reply.status ?? 200, reply.body, { truncateGzip: fault?.kind === 'truncated-gzip' });
     }
-    throw methodMismatch ? new HttpError(405, `${req.method} is not allowed on ${url.pathname}`) : new HttpError(404, `no such route: ${url.pathname}`);
+    throw methodMismatch
+      ? new HttpError(405, `${req.method} is not allowed on ${url.pathname}`)
+      : new HttpError(404, `no such route: ${url.pathname}`);
   } catch (e) {
     if (e instanceof HttpError) return sendError(req, res, e);
     throw e;
@@ -118,7 +126,13 @@ function faultError(f: FaultRule): HttpError {
   const status = Number(f.kind);
   const headers: Record<string, string> = {};
   if (f.retryAfter !== undefined) headers['retry-after'] = String(f.retryAfter);
-  const message = { 423: 'school inactive; try again later', 429: 'too many requests', 500: 'internal server error; try again later',
-    502: 'bad gateway', 503: 'temporarily offline for maintenance; try again later' }[status] ?? 'fault';
+  const message =
+    {
+      423: 'school inactive; try again later',
+      429: 'too many requests',
+      500: 'internal server error; try again later',
+      502: 'bad gateway',
+      503: 'temporarily offline for maintenance; try again later',
+    }[status] ?? 'fault';
   return new HttpError(status, `${message} (sandbox fault)`, undefined, headers);
 }

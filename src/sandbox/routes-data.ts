@@ -3,7 +3,17 @@ import { DELETION_TYPES } from './deletions.ts';
 import { HttpError, readJson } from './http-util.ts';
 import { validateAchievement } from './achievement-write.ts';
 import {
-  EMPTY_SOURCE, boolParam, dateParam, gateSchool, includesOf, listReply, listReplyJson, requireFull, windowOf, type Ctx, type Handler,
+  EMPTY_SOURCE,
+  boolParam,
+  dateParam,
+  gateSchool,
+  includesOf,
+  listReply,
+  listReplyJson,
+  requireFull,
+  windowOf,
+  type Ctx,
+  type Handler,
 } from './route-kit.ts';
 import type { Rec, ResourceName } from './school-data.ts';
 import { microsOfDt, type DateTimeObject } from './time.ts';
@@ -114,7 +124,12 @@ function plainResource(r: ResourceName, includes: readonly string[], guard?: (ct
       let pred: ((i: number) => boolean) | undefined;
       const aspectIds = r === 'assessment_aspects' ? ctx.url.searchParams.get('aspect_ids') : null;
       if (aspectIds !== null) {
-        const wanted = new Set(aspectIds.split(',').map((x) => data.indexOf(r, x.trim())).filter((x): x is number => x !== null));
+        const wanted = new Set(
+          aspectIds
+            .split(',')
+            .map((x) => data.indexOf(r, x.trim()))
+            .filter((x): x is number => x !== null),
+        );
         pred = (i) => wanted.has(i);
       }
       const render = (i: number): Rec => data.render(r, i, inc, ctx.scope);
@@ -132,4 +147,6 @@ function plainResource(r: ResourceName, includes: readonly string[], guard?: (ct
 export const attributes = plainResource('achievement_attributes', []);
 export const aspects = plainResource('assessment_aspects', ['templates', 'results']);
 export const resultsets = plainResource('assessment_resultsets', ['templates', 'results']);
-export const results = plainResource('assessment_results', ['student', 'aspect', 'resultset'], (ctx) => requireFull(ctx, 'assessment results'));
+export const results = plainResource('assessment_results', ['student', 'aspect', 'resultset'], (ctx) =>
+  requireFull(ctx, 'assessment results'),
+);

@@ -55,24 +55,36 @@ export function schoolList(list: ListName): Handler {
     const iso = f.has('iso_3166_2') ? q.get('iso_3166_2') : null;
     const urnText = f.has('urn') ? q.get('urn') : null;
     if (urnText !== null && !/^\d+$/.test(urnText)) throw new HttpError(400, 'urn must be an integer');
-    const isoCodes = iso === null ? null : iso.split(',').map((c) => c.trim().toUpperCase()).filter(Boolean);
+    const isoCodes =
+      iso === null
+        ? null
+        : iso
+            .split(',')
+            .map((c) => c.trim().toUpperCase())
+            .filter(Boolean);
     const norm = (t: string) => t.replace(/\s+/g, '').toUpperCase();
-    const source = arraySource(ctx.world.schools, (s) => s.ord, (s) => {
-      if (!inList(s, list)) return false;
-      if (!ctx.isDefault && s.region.code !== ctx.region.code) return false; // regional listeners list their own schools
-      if (after !== undefined && !(s.updated > after)) return false;
-      if (before !== undefined && !(s.updated < before)) return false;
-      if (postcode !== null && !norm(String(s.address.address_postcode)).includes(norm(postcode))) return false;
-      if (la !== null && String(s.laCode) !== la) return false;
-      if (est !== null && String(s.establishmentNumber) !== est) return false;
-      if (urnText !== null && s.urn !== Number(urnText)) return false;
-      if (isoCodes !== null) {
-        const c = s.address.address_country as { code: string; iso_3166_2?: string };
-        const ok = isoCodes.some((code) => code === ALPHA2[c.code] || (c.iso_3166_2 !== undefined && code === c.iso_3166_2.toUpperCase()));
-        if (!ok) return false;
-      }
-      return true;
-    });
+    const source = arraySource(
+      ctx.world.schools,
+      (s) => s.ord,
+      (s) => {
+        if (!inList(s, list)) return false;
+        if (!ctx.isDefault && s.region.code !== ctx.region.code) return false; // regional listeners list their own schools
+        if (after !== undefined && !(s.updated > after)) return false;
+        if (before !== undefined && !(s.updated < before)) return false;
+        if (postcode !== null && !norm(String(s.address.address_postcode)).includes(norm(postcode))) return false;
+        if (la !== null && String(s.laCode) !== la) return false;
+        if (est !== null && String(s.establishmentNumber) !== est) return false;
+        if (urnText !== null && s.urn !== Number(urnText)) return false;
+        if (isoCodes !== null) {
+          const c = s.address.address_country as { code: string; iso_3166_2?: string };
+          const ok = isoCodes.some(
+            (code) => code === ALPHA2[c.code] || (c.iso_3166_2 !== undefined && code === c.iso_3166_2.toUpperCase()),
+          );
+          if (!ok) return false;
+        }
+        return true;
+      },
+    );
     return listReply(ctx, source, (ord) => renderSchool(ctx.world.schools[ord - 1], ctx.scope));
   };
 }
@@ -101,11 +113,46 @@ export const schoolMeta: Handler = (ctx, [id]) => {
 const PERMISSIONS = [
   { identity: 'schools.read', name: 'Read school', group: 'School', parent: null, optional: false, full: false },
   { identity: 'achievements.read', name: 'Read achievements', group: 'Achievements', parent: null, optional: false, full: false },
-  { identity: 'achievements.comment.read', name: 'Read achievement comments', group: 'Achievements', parent: 'achievements.read', optional: true, full: true },
-  { identity: 'achievements.write', name: 'Create and edit achievements', group: 'Achievements', parent: 'achievements.read', optional: true, full: false },
-  { identity: 'achievements.delete', name: 'Delete achievements', group: 'Achievements', parent: 'achievements.read', optional: true, full: true },
-  { identity: 'assessment.read', name: 'Read assessment aspects and result sets', group: 'Assessment', parent: null, optional: false, full: false },
-  { identity: 'assessment_results.read', name: 'Read assessment results', group: 'Assessment', parent: 'assessment.read', optional: true, full: true },
+  {
+    identity: 'achievements.comment.read',
+    name: 'Read achievement comments',
+    group: 'Achievements',
+    parent: 'achievements.read',
+    optional: true,
+    full: true,
+  },
+  {
+    identity: 'achievements.write',
+    name: 'Create and edit achievements',
+    group: 'Achievements',
+    parent: 'achievements.read',
+    optional: true,
+    full: false,
+  },
+  {
+    identity: 'achievements.delete',
+    name: 'Delete achievements',
+    group: 'Achievements',
+    parent: 'achievements.read',
+    optional: true,
+    full: true,
+  },
+  {
+    identity: 'assessment.read',
+    name: 'Read assessment aspects and result sets',
+    group: 'Assessment',
+    parent: null,
+    optional: false,
+    full: false,
+  },
+  {
+    identity: 'assessment_results.read',
+    name: 'Read assessment results',
+    group: 'Assessment',
+    parent: 'assessment.read',
+    optional: true,
+    full: true,
+  },
   { identity: 'acl.read', name: 'Read the access control list', group: 'School', parent: null, optional: true, full: true },
 ];
 
@@ -113,8 +160,15 @@ export const schoolPermissions: Handler = (ctx, [id]) => {
   const s = gateSchool(ctx, id, 'item', false)!;
   const from = dt(Date.parse('2024-01-02T09:00:00Z') * 1000 + s.ord * 1_000_000, s.zone);
   const data = PERMISSIONS.filter((p) => ctx.scope.full || !p.full).map((p) => ({
-    identity: p.identity, name: p.name, description: `${p.name} (sandbox)`, parent: p.parent, group: p.group,
-    active_from: from, optional: p.optional, approved: isApproved(s.state), audited: s.state === 'audited',
+    identity: p.identity,
+    name: p.name,
+    description: `${p.name} (sandbox)`,
+    parent: p.parent,
+    group: p.group,
+    active_from: from,
+    optional: p.optional,
+    approved: isApproved(s.state),
+    audited: s.state === 'audited',
   }));
   return { body: { data } };
 };
@@ -127,11 +181,14 @@ export const schoolAcl: Handler = (ctx, [id]) => {
   const typed = v === 'true' || v === '1';
   const mode = [null, 'whitelist', 'blacklist'][s.ord % 3];
   const gen = s.data?.gen ?? 0;
-  const people = mode === null ? [] : [
-    { id: makeId(gen, s.ord, KIND.students, 3), type: 'student' },
-    { id: makeId(gen, s.ord, KIND.students, 7), type: 'student' },
-    { id: makeId(gen, s.ord, KIND.other, 900), type: 'contact' },
-  ];
+  const people =
+    mode === null
+      ? []
+      : [
+          { id: makeId(gen, s.ord, KIND.students, 3), type: 'student' },
+          { id: makeId(gen, s.ord, KIND.students, 7), type: 'student' },
+          { id: makeId(gen, s.ord, KIND.other, 900), type: 'contact' },
+        ];
   return { body: { data: { mode, ids: typed ? people : people.map((p) => p.id) } } };
 };
 
@@ -157,4 +214,3 @@ export const revokeAccess: Handler = async (ctx, [id]) => {
   await ctx.world.setAccess(s, 'revoked', false);
   return { body: { success: true, state: 'revoked', message: 'Access revoked' } };
 };
-

@@ -44,8 +44,13 @@ export class SchoolData {
     private readonly tick: () => Micros,
   ) {
     const counts: Record<ResourceName, number> = {
-      achievements, achievement_attributes: ATTRIBUTES_PER_SCHOOL, students: STUDENTS_PER_SCHOOL, employees: EMPLOYEES_PER_SCHOOL,
-      assessment_aspects: A.ASPECTS_PER_SCHOOL, assessment_resultsets: A.RESULTSETS_PER_SCHOOL, assessment_results: A.RESULTS_PER_SCHOOL,
+      achievements,
+      achievement_attributes: ATTRIBUTES_PER_SCHOOL,
+      students: STUDENTS_PER_SCHOOL,
+      employees: EMPLOYEES_PER_SCHOOL,
+      assessment_aspects: A.ASPECTS_PER_SCHOOL,
+      assessment_resultsets: A.RESULTSETS_PER_SCHOOL,
+      assessment_results: A.RESULTS_PER_SCHOOL,
     };
     const streams = {} as Record<ResourceName, number>;
     const cols = {} as Record<ResourceName, LazyCollection>;
@@ -92,14 +97,25 @@ export class SchoolData {
   private personCtx: Partial<Record<'students' | 'employees', PersonCtx>> = {};
 
   private person(r: 'students' | 'employees'): PersonCtx {
-    return (this.personCtx[r] ??= { stream: this.streams[r], zone: this.zone, id: (i) => this.id(r, i), updated: (i) => this.updated(r, i), created: (i) => this.created(r, i) });
+    return (this.personCtx[r] ??= {
+      stream: this.streams[r],
+      zone: this.zone,
+      id: (i) => this.id(r, i),
+      updated: (i) => this.updated(r, i),
+      created: (i) => this.created(r, i),
+    });
   }
 
   achievementCtx(): AchievementCtx {
     const r = 'achievements';
     return {
-      stream: this.streams[r], zone: this.zone, id: (i) => this.id(r, i), updated: (i) => this.updated(r, i), created: (i) => this.created(r, i),
-      studentCount: STUDENTS_PER_SCHOOL, employeeCount: EMPLOYEES_PER_SCHOOL,
+      stream: this.streams[r],
+      zone: this.zone,
+      id: (i) => this.id(r, i),
+      updated: (i) => this.updated(r, i),
+      created: (i) => this.created(r, i),
+      studentCount: STUDENTS_PER_SCHOOL,
+      employeeCount: EMPLOYEES_PER_SCHOOL,
     };
   }
 
@@ -150,9 +166,20 @@ export class SchoolData {
       case 'assessment_results': {
         const l = A.resultLinks(this.assess(), i, STUDENTS_PER_SCHOOL);
         const f = A.resultFields(this.assess(), i, created, updated);
-        out = { ...head, mis_id: f.mis_id, result: f.result, grade_value: f.grade_value, student: this.id('students', l.student),
-          aspect: this.id('assessment_aspects', l.aspect), resultset: this.id('assessment_resultsets', l.resultset),
-          collection_date: f.collection_date, result_date: f.result_date, created_at: f.created_at, updated_at: f.updated_at, ...patch };
+        out = {
+          ...head,
+          mis_id: f.mis_id,
+          result: f.result,
+          grade_value: f.grade_value,
+          student: this.id('students', l.student),
+          aspect: this.id('assessment_aspects', l.aspect),
+          resultset: this.id('assessment_resultsets', l.resultset),
+          collection_date: f.collection_date,
+          result_date: f.result_date,
+          created_at: f.created_at,
+          updated_at: f.updated_at,
+          ...patch,
+        };
         if (includes.has('student')) out.student = { data: this.embedded.objectsOf('students', [l.student]) };
         if (includes.has('aspect')) out.aspect = { data: this.live('assessment_aspects', [l.aspect], scope) };
         if (includes.has('resultset')) out.resultset = { data: this.live('assessment_resultsets', [l.resultset], scope) };
@@ -175,8 +202,10 @@ export class SchoolData {
     const text = JSON.stringify(out);
     if (includes.size === 0) return text;
     let more = '';
-    if (includes.has('students')) more += ',"students":{"data":[' + this.embedded.jsonOf('students', entry?.links?.students ?? b.students) + ']}';
-    if (includes.has('employees')) more += ',"employees":{"data":[' + this.embedded.jsonOf('employees', entry?.links?.employees ?? b.employees) + ']}';
+    if (includes.has('students'))
+      more += ',"students":{"data":[' + this.embedded.jsonOf('students', entry?.links?.students ?? b.students) + ']}';
+    if (includes.has('employees'))
+      more += ',"employees":{"data":[' + this.embedded.jsonOf('employees', entry?.links?.employees ?? b.employees) + ']}';
     return text.slice(0, -1) + more + '}';
   }
 

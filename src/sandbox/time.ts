@@ -82,7 +82,8 @@ export function dt(us: Micros, zone: string): DateTimeObject {
   const t = local - day * 86_400;
   const h = Math.floor(t / 3600);
   const m = Math.floor((t - h * 3600) / 60);
-  const date = dayString(day) + P2[h] + ':' + P2[m] + ':' + P2[t - h * 3600 - m * 60] + '.' + String(1_000_000 + (us - sec * 1_000_000)).slice(1);
+  const date =
+    dayString(day) + P2[h] + ':' + P2[m] + ':' + P2[t - h * 3600 - m * 60] + '.' + String(1_000_000 + (us - sec * 1_000_000)).slice(1);
   return { date, timezone_type: 3, timezone: zone };
 }
 
@@ -100,8 +101,7 @@ export function isoMicros(us: Micros): string {
   return `${iso.slice(0, 19)}.${String(us % 1_000_000).padStart(6, '0')}Z`;
 }
 
-const QUERY_DATE =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?(Z|[+-]\d{2}:?\d{2}| \d{2}:?\d{2})?$/;
+const QUERY_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?(Z|[+-]\d{2}:?\d{2}| \d{2}:?\d{2})?$/;
 
 /**
  * Reads an updated_after / updated_before style value. A value with Z or an offset is an

@@ -108,10 +108,22 @@ export class World {
       return this.webhooks.send({ payload_type: 'schoolApproved', school_id: s.id, school_name: s.name, school_token: token, ...base });
     }
     if (state === 'revoked' && before !== 'revoked') {
-      return this.webhooks.send({ payload_type: 'accessRevoked', school_id: s.id, school_name: s.name, ...base, revoke_reason: 'Revoked by the school in the sandbox' });
+      return this.webhooks.send({
+        payload_type: 'accessRevoked',
+        school_id: s.id,
+        school_name: s.name,
+        ...base,
+        revoke_reason: 'Revoked by the school in the sandbox',
+      });
     }
     if (state === 'declined' && before !== 'declined') {
-      return this.webhooks.send({ payload_type: 'accessDeclined', school_id: s.id, school_name: s.name, ...base, decline_reason: 'Declined by the school in the sandbox' });
+      return this.webhooks.send({
+        payload_type: 'accessDeclined',
+        school_id: s.id,
+        school_name: s.name,
+        ...base,
+        decline_reason: 'Declined by the school in the sandbox',
+      });
     }
     return Promise.resolve();
   }
@@ -130,8 +142,13 @@ export class World {
       s.updated = now;
     }
     return this.webhooks.send({
-      payload_type: 'schoolMigration', school_id: s.id, school_name: s.name, migrate_from: m.from, migrate_to: m.to,
-      scheduled_at: isoMicros(m.scheduledAt), completed_at: m.completedAt === null ? null : isoMicros(m.completedAt),
+      payload_type: 'schoolMigration',
+      school_id: s.id,
+      school_name: s.name,
+      migrate_from: m.from,
+      migrate_to: m.to,
+      scheduled_at: isoMicros(m.scheduledAt),
+      completed_at: m.completedAt === null ? null : isoMicros(m.completedAt),
     });
   }
 

@@ -35,7 +35,8 @@ function s3Dest(d: string): Dest {
     throw new ConfigError(`--dest ${d}: not a valid URL; write it as s3://bucket/prefix`);
   }
   // Never echo userinfo back: it may hold a secret.
-  if (url.username || url.password) throw new ConfigError('--dest: credentials do not belong in the s3:// URL; use the AWS credential chain (env, profile)');
+  if (url.username || url.password)
+    throw new ConfigError('--dest: credentials do not belong in the s3:// URL; use the AWS credential chain (env, profile)');
   const shown = `s3://${url.host}${url.pathname}`;
   if (url.search || url.hash) throw new ConfigError(`--dest ${shown}: remove the "?" or "#" part; write it as s3://bucket/prefix`);
   const bucket = url.host;

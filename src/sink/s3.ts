@@ -42,14 +42,19 @@ export class S3Sink implements Sink {
       const status = httpStatus(e);
       const name = (e as Error)?.name;
       if (name === 'CredentialsProviderError') {
-        throw new ConfigError(`--dest ${this.url}: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`);
+        throw new ConfigError(
+          `--dest ${this.url}: no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE`,
+        );
       }
       if (/region is missing/i.test(oneLine(e))) {
         throw new ConfigError(`--dest ${this.url}: no AWS region configured; set AWS_REGION to the bucket's region`);
       }
-      if (status === 404) throw new ConfigError(`--dest ${this.url}: bucket "${this.bucket}" does not exist; create it or fix the bucket name`);
-      if (status === 403) throw new ConfigError(`--dest ${this.url}: access to bucket "${this.bucket}" denied; check the credentials and the bucket policy`);
-      if (status === 301) throw new ConfigError(`--dest ${this.url}: the bucket is in another region; set AWS_REGION to the bucket's region`);
+      if (status === 404)
+        throw new ConfigError(`--dest ${this.url}: bucket "${this.bucket}" does not exist; create it or fix the bucket name`);
+      if (status === 403)
+        throw new ConfigError(`--dest ${this.url}: access to bucket "${this.bucket}" denied; check the credentials and the bucket policy`);
+      if (status === 301)
+        throw new ConfigError(`--dest ${this.url}: the bucket is in another region; set AWS_REGION to the bucket's region`);
       throw new ExportError('E_SINK', `cannot reach ${this.url}: ${oneLine(e)}`, { cause: e });
     }
   }

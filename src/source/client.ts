@@ -60,8 +60,7 @@ export class ApiClient {
     this.pools = new Pools(opts.connectionsPerDomain ?? 8);
     this.policy = retryPolicy(opts.retry);
     this.token = opts.token;
-    this.authorization =
-      opts.auth === 'basic' ? `Basic ${Buffer.from(`${opts.token}:`).toString('base64')}` : `Bearer ${opts.token}`;
+    this.authorization = opts.auth === 'basic' ? `Basic ${Buffer.from(`${opts.token}:`).toString('base64')}` : `Bearer ${opts.token}`;
     this.threshold = opts.streamThresholdBytes;
     const sink = opts.onEvent;
     // a logging callback that throws must not break an export
@@ -180,7 +179,8 @@ export class ApiClient {
         });
         for await (const b of batches) {
           emitted += b.rows.length;
-          if (b.last) this.onEvent({ type: 'request', url: describeUrl(url), status: res.status, bytes: b.bytes, ms: Date.now() - started });
+          if (b.last)
+            this.onEvent({ type: 'request', url: describeUrl(url), status: res.status, bytes: b.bytes, ms: Date.now() - started });
           yield { ...b, serverDate };
         }
         return;

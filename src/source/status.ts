@@ -16,10 +16,22 @@ export function where(method: string, described: string, ctx?: RequestContext): 
 }
 
 const FATAL: Record<number, { code: ErrorCode; text: string; fix: string }> = {
-  400: { code: 'E_BAD_REQUEST', text: 'Bad Request', fix: 'the service refused the request as malformed; check the query parameters (dates, per_page, include names)' },
+  400: {
+    code: 'E_BAD_REQUEST',
+    text: 'Bad Request',
+    fix: 'the service refused the request as malformed; check the query parameters (dates, per_page, include names)',
+  },
   401: { code: 'E_AUTH', text: 'Unauthorized', fix: 'the access token was rejected; check SCHOOL_API_TOKEN / --token-file' },
-  403: { code: 'E_FORBIDDEN', text: 'Forbidden', fix: "the token lacks the scope for this endpoint at this school; enable the permission in the application's settings or leave this resource out (--resources)" },
-  404: { code: 'E_NOT_FOUND', text: 'Not Found', fix: "no such school or endpoint at this domain; check the school id, its region.domain (--domain) and --api-url" },
+  403: {
+    code: 'E_FORBIDDEN',
+    text: 'Forbidden',
+    fix: "the token lacks the scope for this endpoint at this school; enable the permission in the application's settings or leave this resource out (--resources)",
+  },
+  404: {
+    code: 'E_NOT_FOUND',
+    text: 'Not Found',
+    fix: 'no such school or endpoint at this domain; check the school id, its region.domain (--domain) and --api-url',
+  },
   422: { code: 'E_VALIDATION', text: 'Unprocessable Entity', fix: 'the service rejected the supplied data; fix what its message names' },
 };
 

@@ -31,7 +31,12 @@ export async function warehouseLoad(opts: {
   if (!m) throw new ConfigError(`--into ${opts.into}: write it as duckdb:PATH (the DuckDB database file to create or update)`);
   const sink = await openExisting(opts.dest, opts.s3);
   try {
-    return await loadIntoDuckDb({ sink, dbPath: m[1], tables: opts.tables ?? builtinTables(), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    return await loadIntoDuckDb({
+      sink,
+      dbPath: m[1],
+      tables: opts.tables ?? builtinTables(),
+      ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+    });
   } finally {
     await sink.close();
   }

@@ -49,7 +49,9 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const plan = buildPlan(opts.tables);
   const progress = opts.onProgress ?? (() => {});
   const instance = await DuckDBInstance.create(opts.dbPath).catch((e: unknown) => {
-    throw new ConfigError(`cannot open the DuckDB database ${opts.dbPath} (${oneLine(e)}): give a writable path not open in another process`);
+    throw new ConfigError(
+      `cannot open the DuckDB database ${opts.dbPath} (${oneLine(e)}): give a writable path not open in another process`,
+    );
   });
   const conn = await instance.connect();
   const files = localFiles(opts.sink, { verify: opts.verifyChecksums ?? true });
@@ -160,7 +162,9 @@ async function stageFile(conn: DuckDBConnection, t: TablePlan, files: LocalFiles
     }
   } catch (e) {
     if (e instanceof ExportError) throw e;
-    throw new ExportError('E_STATE', `loading ${f.path} into ${t.name} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new ExportError('E_STATE', `loading ${f.path} into ${t.name} failed: ${e instanceof Error ? e.message : String(e)}`, {
+      cause: e,
+    });
   } finally {
     await local.release();
   }

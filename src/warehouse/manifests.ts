@@ -49,7 +49,8 @@ export async function pendingManifests(src: WarehouseSource, applied: ReadonlySe
     const runParts = (parts.get(runId) ?? []).sort();
     const final = finals.get(runId);
     if (final !== undefined) {
-      if (!applied.has(runId)) out.push({ key: runId, runId, path: final, appliedParts: runParts.filter((pp) => applied.has(partKey(pp))) });
+      if (!applied.has(runId))
+        out.push({ key: runId, runId, path: final, appliedParts: runParts.filter((pp) => applied.has(partKey(pp))) });
     } else {
       for (const pp of runParts) if (!applied.has(partKey(pp))) out.push({ key: partKey(pp), runId, path: pp, appliedParts: [] });
     }
@@ -90,10 +91,12 @@ export interface ManifestLoad {
  * which is a log of events rather than a state; a purge snapshots every table of the school.
  */
 export function manifestLoad(m: Manifest, knownTables: readonly string[]): ManifestLoad {
-  if (!RUN_ID.test(String(m.run_id))) throw new ExportError('E_STATE', `manifest run_id ${JSON.stringify(String(m.run_id)).slice(0, 60)} is not a run id`);
+  if (!RUN_ID.test(String(m.run_id)))
+    throw new ExportError('E_STATE', `manifest run_id ${JSON.stringify(String(m.run_id)).slice(0, 60)} is not a run id`);
   // School ids end up in SQL text and paths: only the id form the API uses is accepted.
   const schoolOf = (id: unknown): string => {
-    if (!isSafeId(id)) throw new ExportError('E_STATE', `manifest ${m.run_id} names an unsafe school id ${JSON.stringify(String(id)).slice(0, 60)}`);
+    if (!isSafeId(id))
+      throw new ExportError('E_STATE', `manifest ${m.run_id} names an unsafe school id ${JSON.stringify(String(id)).slice(0, 60)}`);
     return id;
   };
   const files: ManifestFile[] = [];
@@ -106,7 +109,10 @@ export function manifestLoad(m: Manifest, knownTables: readonly string[]): Manif
     const schoolId = schoolOf(task.school_id);
     for (const f of task.files ?? []) {
       if (!SAFE_REL_PATH.test(f.path) || !f.path.startsWith(`${f.table}/`)) {
-        throw new ExportError('E_STATE', `manifest ${m.run_id} lists an unsafe or misplaced file path ${JSON.stringify(f.path).slice(0, 120)}`);
+        throw new ExportError(
+          'E_STATE',
+          `manifest ${m.run_id} lists an unsafe or misplaced file path ${JSON.stringify(f.path).slice(0, 120)}`,
+        );
       }
       files.push(f);
     }

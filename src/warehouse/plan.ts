@@ -48,9 +48,7 @@ export function buildPlan(schemas: TableSchema[]): Plan {
     byName.set(s.name, s);
   }
   const deletionsSchema = byName.get(DELETIONS_TABLE);
-  const hasDeletions =
-    deletionsSchema !== undefined &&
-    DELETION_COLUMNS.every((c) => deletionsSchema.columns.some((d) => d.name === c));
+  const hasDeletions = deletionsSchema !== undefined && DELETION_COLUMNS.every((c) => deletionsSchema.columns.some((d) => d.name === c));
 
   const plans = schemas.map((s): TablePlan => {
     const names = new Set(s.columns.map((c) => c.name));

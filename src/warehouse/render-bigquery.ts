@@ -16,7 +16,9 @@ const MAX_URIS = 10_000;
 
 export function renderBigQueryStatements(plan: Plan, location: string, dataset: string, manifests?: readonly Manifest[]): string[] {
   if (!location.startsWith('gs://')) {
-    throw new ConfigError(`BigQuery loads from Cloud Storage: --dest must be gs://bucket/prefix (copy an S3 export with the Storage Transfer Service first), got ${location}`);
+    throw new ConfigError(
+      `BigQuery loads from Cloud Storage: --dest must be gs://bucket/prefix (copy an S3 export with the Storage Transfer Service first), got ${location}`,
+    );
   }
   if (!/^gs:\/\/[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](\/|$)/.test(location)) {
     throw new ConfigError(`--dest ${location}: not a valid Cloud Storage bucket name (3-222 lower-case letters, digits, . _ -)`);

@@ -79,9 +79,7 @@ export function recordSnapshotsSql(rows: { runId: string; schoolId: string; tabl
 /** Columns added to a schema after the database was created are added to both tables. */
 export function addColumnsSql(t: TablePlan): string[] {
   return t.columns.flatMap((c) =>
-    [rawName(t.name), t.name].map(
-      (tbl) => `ALTER TABLE ${d.table(tbl)} ADD COLUMN IF NOT EXISTS ${d.ident(c.name)} ${d.rawType(c.type)}`,
-    ),
+    [rawName(t.name), t.name].map((tbl) => `ALTER TABLE ${d.table(tbl)} ADD COLUMN IF NOT EXISTS ${d.ident(c.name)} ${d.rawType(c.type)}`),
   );
 }
 

@@ -29,7 +29,8 @@ export function renderSnowflakeStatements(plan: Plan, location: string, opts: Sn
     throw new ConfigError(`Snowflake stages read s3://, gs:// or azure:// locations, got ${location}`);
   }
   for (const [what, v] of Object.entries({ schema: opts.schema, stage: opts.stage, storageIntegration: opts.storageIntegration })) {
-    if (v !== undefined && !/^[A-Za-z_][A-Za-z0-9_$]{0,254}$/.test(v)) throw new ConfigError(`Snowflake ${what} "${v}": letters, digits, _ and $ only`);
+    if (v !== undefined && !/^[A-Za-z_][A-Za-z0-9_$]{0,254}$/.test(v))
+      throw new ConfigError(`Snowflake ${what} "${v}": letters, digits, _ and $ only`);
   }
   const d = snowflakeDialect(opts.schema);
   const stage = (opts.schema ? `${opts.schema}.` : '') + (opts.stage ?? 'school_export_stage');
@@ -45,7 +46,8 @@ export function renderSnowflakeStatements(plan: Plan, location: string, opts: Sn
     const rec = runRecords(plan, manifests, d, NOW);
     for (const t of plan.tables) {
       const files = (rec.filesByTable.get(t.name) ?? []).map((f) => f.path.slice(t.name.length + 1));
-      for (const part of chunks(files.map(sqlString), MAX_STATEMENT_CHARS, MAX_FILES)) out.push(copy(t.name, `FILES = (${part.join(', ')})`));
+      for (const part of chunks(files.map(sqlString), MAX_STATEMENT_CHARS, MAX_FILES))
+        out.push(copy(t.name, `FILES = (${part.join(', ')})`));
     }
     out.push(...rec.statements);
   } else {

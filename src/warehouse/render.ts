@@ -29,7 +29,12 @@ export function renderSqlStatements(opts: RenderOptions): string[] {
     case 'bigquery':
       return renderBigQueryStatements(plan, opts.location, opts.dataset ?? 'school_export', opts.manifests);
     case 'snowflake':
-      return renderSnowflakeStatements(plan, opts.location, { ...opts.snowflake, ...(opts.dataset ? { schema: opts.dataset } : {}) }, opts.manifests);
+      return renderSnowflakeStatements(
+        plan,
+        opts.location,
+        { ...opts.snowflake, ...(opts.dataset ? { schema: opts.dataset } : {}) },
+        opts.manifests,
+      );
     case 'duckdb':
       return renderDuckDb(plan, opts.location, opts.manifests);
     default:
@@ -41,7 +46,12 @@ export function renderSql(opts: RenderOptions): string {
   const header = [
     `-- school-export: ${opts.dialect} load of ${opts.location}`,
     opts.manifests
-      ? `-- Runs: ${opts.manifests.map((m) => m.run_id).sort().join(', ') || '(none)'}`
+      ? `-- Runs: ${
+          opts.manifests
+            .map((m) => m.run_id)
+            .sort()
+            .join(', ') || '(none)'
+        }`
       : '-- No manifests given: loads glob each table folder; full snapshots are not applied.',
   ];
   return [...header, ...renderSqlStatements(opts).map((s) => `${s};\n`)].join('\n');

@@ -33,7 +33,9 @@ export function runRecords(plan: Plan, manifests: readonly Manifest[], d: Dialec
     statements.push(`INSERT INTO ${d.table(SNAPSHOTS_TABLE)} (${cols(['run_id', 'school_id', 'table_name'])}) VALUES ${part.join(', ')}`);
   }
   for (const part of chunks(runs, MAX_STATEMENT_CHARS)) {
-    statements.push(`INSERT INTO ${d.table(RUNS_TABLE)} (${cols(['run_id', 'manifest', 'applied_at', 'merged_at'])}) VALUES ${part.join(', ')}`);
+    statements.push(
+      `INSERT INTO ${d.table(RUNS_TABLE)} (${cols(['run_id', 'manifest', 'applied_at', 'merged_at'])}) VALUES ${part.join(', ')}`,
+    );
   }
   return { filesByTable, statements };
 }

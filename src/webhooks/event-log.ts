@@ -40,11 +40,14 @@ export function canonicalJson(v: unknown): string {
 }
 
 export function eventId(e: WebhookEvent): string {
-  return createHash('sha256').update(canonicalJson(redactEvent(e))).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson(redactEvent(e)))
+    .digest('hex');
 }
 
 export function eventPath(id: string): string {
-  if (!/^[0-9a-f]{64}$/.test(id)) throw new ExportError('E_UNSAFE_ID', `refusing event id ${id.slice(0, 70)}: expected a sha256 hex digest`);
+  if (!/^[0-9a-f]{64}$/.test(id))
+    throw new ExportError('E_UNSAFE_ID', `refusing event id ${id.slice(0, 70)}: expected a sha256 hex digest`);
   return `${EVENTS_PREFIX}${id}.json`;
 }
 

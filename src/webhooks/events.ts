@@ -72,7 +72,10 @@ export function validateEvent(body: unknown): Validation {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, problems: ['body must be a JSON object'] };
   const src = body as Record<string, unknown>;
   if (!isPayloadType(src.payload_type)) {
-    return { ok: false, problems: [`unknown payload_type ${JSON.stringify(src.payload_type)?.slice(0, 40)}: expected one of ${PAYLOAD_TYPES.join(', ')}`] };
+    return {
+      ok: false,
+      problems: [`unknown payload_type ${JSON.stringify(src.payload_type)?.slice(0, 40)}: expected one of ${PAYLOAD_TYPES.join(', ')}`],
+    };
   }
   const problems: string[] = [];
   const out: Record<string, unknown> = { payload_type: src.payload_type };

@@ -43,7 +43,11 @@ export function assertUsableSecret(secret: string): void {
 }
 
 class Reject extends Error {
-  constructor(readonly status: number, readonly reason: string, readonly body: object = { error: reason }) {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    readonly body: object = { error: reason },
+  ) {
     super(reason);
   }
 }
@@ -54,9 +58,7 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
   const log = opts.log ?? (() => {});
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY;
   const secretHash = sha256(opts.secret);
-  const runs = opts.runPipeline
-    ? new RunQueue(opts.runCommand ?? ((id) => runCommand(opts.runPipeline!, id)), log)
-    : undefined;
+  const runs = opts.runPipeline ? new RunQueue(opts.runCommand ?? ((id) => runCommand(opts.runPipeline!, id)), log) : undefined;
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {

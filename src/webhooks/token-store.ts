@@ -32,7 +32,9 @@ export async function assertTokenDirOutsideDest(tokenDir: string, sink: Sink): P
   const dir = await canonical(tokenDir);
   const rel = relative(dest, dir);
   if (rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))) {
-    throw new ConfigError(`--token-dir ${tokenDir} is inside the export destination ${dest}: school tokens are credentials, keep them outside it`);
+    throw new ConfigError(
+      `--token-dir ${tokenDir} is inside the export destination ${dest}: school tokens are credentials, keep them outside it`,
+    );
   }
   const back = relative(dir, dest);
   if (back === '' || (!back.startsWith('..') && !isAbsolute(back))) {

@@ -28,7 +28,8 @@ describe('npm run bench --tiny', () => {
     for (const sh of Object.values(t.sharded)) expect(sh.rows).toBe(rows);
     for (const ms of [t.stages.parseMs, t.stages.flattenMs, ...Object.values(t.stages.formatMs)]) expect(ms).toBeGreaterThan(0);
 
-    for (const n of s.memory) for (const f of ['ndjson', 'csv', 'parquet'] as const) expect(results.memory![n]![f].rows.achievements).toBe(n);
+    for (const n of s.memory)
+      for (const f of ['ndjson', 'csv', 'parquet'] as const) expect(results.memory![n]![f].rows.achievements).toBe(n);
 
     expect(results.latency!.map((l) => l.concurrency)).toEqual(s.latency.concurrency);
     for (const l of results.latency!) {
@@ -42,7 +43,16 @@ describe('npm run bench --tiny', () => {
     expect(inc.incremental.rows).toBeGreaterThanOrEqual(inc.changed);
     expect(inc.incremental.requests).toBeLessThan(inc.full.requests);
 
-    for (const section of ['1 ceiling', '2 end to end', '2b stages', '3 native anchor', '4 memory', '5 latency-bound', '6 incremental', '7 decode paths']) {
+    for (const section of [
+      '1 ceiling',
+      '2 end to end',
+      '2b stages',
+      '3 native anchor',
+      '4 memory',
+      '5 latency-bound',
+      '6 incremental',
+      '7 decode paths',
+    ]) {
       expect(table).toContain(section);
     }
   }, 180_000);

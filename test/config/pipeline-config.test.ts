@@ -27,10 +27,18 @@ describe('pipeline files', () => {
   });
 
   it('names a wrong type and what is expected', () => {
-    expect(() => resolveRunConfig(file({ api_url: 'https://x.example', concurrency: 'lots' }), {})).toThrow(/concurrency: expected an integer from 1 to 256, got "lots"/);
-    expect(() => resolveRunConfig(file({ api_url: 'https://x.example', format: 'xml' }), {})).toThrow(/format: expected one of ndjson, csv, parquet/);
-    expect(() => resolveRunConfig(file({ api_url: 'https://x.example', schools: ['../etc'] }), {})).toThrow(/schools\[0\]: expected a school id/);
-    expect(() => resolveRunConfig(file({ api_url: 'https://x.example', custom_resources: [{ name: 'students' }] }), {})).toThrow(/custom_resources\[0\]\.path: required/);
+    expect(() => resolveRunConfig(file({ api_url: 'https://x.example', concurrency: 'lots' }), {})).toThrow(
+      /concurrency: expected an integer from 1 to 256, got "lots"/,
+    );
+    expect(() => resolveRunConfig(file({ api_url: 'https://x.example', format: 'xml' }), {})).toThrow(
+      /format: expected one of ndjson, csv, parquet/,
+    );
+    expect(() => resolveRunConfig(file({ api_url: 'https://x.example', schools: ['../etc'] }), {})).toThrow(
+      /schools\[0\]: expected a school id/,
+    );
+    expect(() => resolveRunConfig(file({ api_url: 'https://x.example', custom_resources: [{ name: 'students' }] }), {})).toThrow(
+      /custom_resources\[0\]\.path: required/,
+    );
     expect(() => resolveRunConfig(file({ api_url: 'https://x.example', shard: '4/4' }), {})).toThrow(/shard: index 4 must be below/);
   });
 
@@ -40,7 +48,12 @@ describe('pipeline files', () => {
   });
 
   it('flags win over the file, and defaults fill the rest', () => {
-    const p = file({ api_url: 'https://api.example.com/v1.0/', format: 'csv', concurrency: 2, domains: { 'a.example': 'https://a.example' } });
+    const p = file({
+      api_url: 'https://api.example.com/v1.0/',
+      format: 'csv',
+      concurrency: 2,
+      domains: { 'a.example': 'https://a.example' },
+    });
     const cfg = resolveRunConfig(p, { concurrency: 9, domains: { 'b.example': 'http://127.0.0.1:1' } });
     expect(cfg.format).toBe('csv');
     expect(cfg.concurrency).toBe(9);

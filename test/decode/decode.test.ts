@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { gzipSync } from 'node:zlib';
 import { Readable } from 'node:stream';
-import {
-  decodeBuffered,
-  decodePage,
-  decodeStreamed,
-  type DecodedBatch,
-  type DecodeOptions,
-} from '../../src/decode/index.ts';
+import { decodeBuffered, decodePage, decodeStreamed, type DecodedBatch, type DecodeOptions } from '../../src/decode/index.ts';
 import { ApiError } from '../../src/errors.ts';
 
 function row(i: number) {

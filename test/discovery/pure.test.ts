@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { buildListQuery, LIST_NAMES, listsTaking } from '../../src/discovery/lists.ts';
 import { buildContacts, isValidEmail, parseContact } from '../../src/discovery/contacts.ts';
-import { displayWidth, fit, groupPermissions, renderDetails, schoolSummary, summarizeAcl, tableHeader, tableRow, terminalSafe } from '../../src/discovery/render.ts';
+import {
+  displayWidth,
+  fit,
+  groupPermissions,
+  renderDetails,
+  schoolSummary,
+  summarizeAcl,
+  tableHeader,
+  tableRow,
+  terminalSafe,
+} from '../../src/discovery/render.ts';
 
 describe('school list filters', () => {
   it('passes supported filters and refuses the others naming the lists that take them', () => {
@@ -11,7 +21,9 @@ describe('school list filters', () => {
       updated_after: '2024-09-01 08:00:00',
     });
     expect(buildListQuery('all', { urn: '100001', la_code: '201' })).toEqual({ urn: '100001', la_code: '201' });
-    expect(() => buildListQuery('approved', { urn: '1' })).toThrow(/--urn is not supported by the approved list; it is taken by --state all$/);
+    expect(() => buildListQuery('approved', { urn: '1' })).toThrow(
+      /--urn is not supported by the approved list; it is taken by --state all$/,
+    );
     expect(() => buildListQuery('revoked', { postcode: 'x' })).toThrow(/taken by --state approved, all, pending, audited, offline$/);
     expect(() => buildListQuery('pending', { iso_3166_2: 'GB' })).toThrow(/taken by --state approved$/);
     expect(listsTaking('updated_after')).toEqual(['approved', 'all', 'pending', 'audited', 'offline']);
@@ -34,7 +46,11 @@ describe('school list filters', () => {
 
 describe('access-request contacts', () => {
   it('parses names and emails', () => {
-    expect(parseContact('Ada Lovelace <ada@example.org>')).toEqual({ first_name: 'Ada', last_name: 'Lovelace', email_address: 'ada@example.org' });
+    expect(parseContact('Ada Lovelace <ada@example.org>')).toEqual({
+      first_name: 'Ada',
+      last_name: 'Lovelace',
+      email_address: 'ada@example.org',
+    });
     expect(parseContact('Mary van der Berg <m.vdb@school.example.co.uk>')).toMatchObject({ first_name: 'Mary', last_name: 'van der Berg' });
     expect(parseContact('Smith, Mary Ann <mas@example.org>')).toMatchObject({ first_name: 'Mary Ann', last_name: 'Smith' });
     expect(parseContact('Zoë Ñúñez <z@example.org>')).toMatchObject({ first_name: 'Zoë', last_name: 'Ñúñez' });
@@ -44,7 +60,15 @@ describe('access-request contacts', () => {
     expect(() => parseContact('Ada <ada@example.org>')).toThrow(/last name missing/);
     expect(() => parseContact('<ada@example.org>')).toThrow(/first name missing/);
     expect(() => parseContact('Ada Lovelace ada@example.org')).toThrow(/no <email>/);
-    for (const bad of ['ada@', 'ada@example', 'a da@example.org', 'ada@@example.org', 'ada@example..org', '.ada@example.org', 'ada@-x.org']) {
+    for (const bad of [
+      'ada@',
+      'ada@example',
+      'a da@example.org',
+      'ada@@example.org',
+      'ada@example..org',
+      '.ada@example.org',
+      'ada@-x.org',
+    ]) {
       expect(isValidEmail(bad), bad).toBe(false);
       expect(() => parseContact(`Ada Lovelace <${bad}>`)).toThrow(/not a valid email/);
     }
@@ -63,7 +87,14 @@ describe('access-request contacts', () => {
 });
 
 describe('rendering', () => {
-  const school = { id: 'A1', name: '東京 School 🎒 "North", =SUM(1)\u001b[31m', la_code: 201, establishment_number: '3001', urn: 100001, region: { code: 'uk', domain: 'api.sandbox.test' } };
+  const school = {
+    id: 'A1',
+    name: '東京 School 🎒 "North", =SUM(1)\u001b[31m',
+    la_code: 201,
+    establishment_number: '3001',
+    urn: 100001,
+    region: { code: 'uk', domain: 'api.sandbox.test' },
+  };
 
   it('projects a school and prints fixed-width rows with terminal-safe text', () => {
     expect(schoolSummary(school)).toMatchObject({ id: 'A1', la_code: '201', urn: '100001', region: 'uk', domain: 'api.sandbox.test' });
@@ -86,10 +117,25 @@ describe('rendering', () => {
     ]);
     expect(Object.keys(perms)).toEqual(['Behaviour', 'People']);
     expect(perms.People!.map((p) => p.identity)).toEqual(['contacts.read', 'students.read']);
-    const acl = summarizeAcl({ mode: 'whitelist', ids: [{ id: 'A9', type: 'student' }, { id: 'A8', type: 'contact' }, { id: 'A7', type: 'student' }] }, true);
+    const acl = summarizeAcl(
+      {
+        mode: 'whitelist',
+        ids: [
+          { id: 'A9', type: 'student' },
+          { id: 'A8', type: 'contact' },
+          { id: 'A7', type: 'student' },
+        ],
+      },
+      true,
+    );
     expect(acl).toEqual({ mode: 'whitelist', count: 3, types: { student: 2, contact: 1 } });
     expect(summarizeAcl({ mode: null, ids: [] }, false)).toEqual({ mode: null, count: 0 });
-    const text = renderDetails({ school, meta: { online: true, approved: true, audited: false, custom_attendance_codes: null }, permissions: perms, acl });
+    const text = renderDetails({
+      school,
+      meta: { online: true, approved: true, audited: false, custom_attendance_codes: null },
+      permissions: perms,
+      acl,
+    });
     expect(text).toContain('approved yes');
     expect(text).toContain('custom attendance codes unknown (no scope)');
     expect(text).toMatch(/People\n {4}contacts\.read/);

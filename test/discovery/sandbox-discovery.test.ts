@@ -14,7 +14,8 @@ import { accessCommand, accessRequest, accessRevoke } from '../../src/cli/access
  * (apac), A9003 revoked (uk), A9004 declined (africa), A9005 offline (uk).
  */
 let sb: Sandbox;
-const client = (token = sb.tokens.full, domains = sb.domains) => new ApiClient({ apiUrl: sb.url, token, domains, retry: { maxAttempts: 1 } });
+const client = (token = sb.tokens.full, domains = sb.domains) =>
+  new ApiClient({ apiUrl: sb.url, token, domains, retry: { maxAttempts: 1 } });
 
 beforeAll(async () => {
   sb = await startSandbox({ achievementsPerSchool: 3 });
@@ -75,7 +76,9 @@ describe('schools list against the sandbox', () => {
     expect(await ids('all', { postcode: target.address.address_postcode })).toContain('A1004');
     const byLa = await ids('approved', { la_code: String(target.la_code) });
     expect(byLa).toEqual(schools.filter((s) => String(s.la_code) === String(target.la_code) && s.id < 'A9').map((s) => s.id));
-    expect(await ids('pending', { establishment_number: String(schools.find((s) => s.id === 'A9002').establishment_number) })).toEqual(['A9002']);
+    expect(await ids('pending', { establishment_number: String(schools.find((s) => s.id === 'A9002').establishment_number) })).toEqual([
+      'A9002',
+    ]);
     expect(await ids('approved', { iso_3166_2: 'AU' })).toEqual(['A1002', 'A1005']);
     expect(await ids('approved', { updated_after: '2999-01-01' })).toEqual([]);
     expect(await ids('audited', { updated_before: '2999-01-01 00:00:00' })).toEqual(['A1001', 'A1003', 'A1005']);
@@ -96,21 +99,48 @@ describe('schools list against the sandbox', () => {
     const writes: string[] = [];
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation((c: any) => (writes.push(String(c)), true));
     try {
-      await yargs().command(schoolsCommand).strict().parseAsync(['schools', 'list', '--state', 'pending', '--establishment-number', 'nope', '--json', ...apiArgs().domain.flatMap((d) => ['--domain', d]), '--api-url', sb.url]);
+      await yargs()
+        .command(schoolsCommand)
+        .strict()
+        .parseAsync([
+          'schools',
+          'list',
+          '--state',
+          'pending',
+          '--establishment-number',
+          'nope',
+          '--json',
+          ...apiArgs().domain.flatMap((d) => ['--domain', d]),
+          '--api-url',
+          sb.url,
+        ]);
     } finally {
       spy.mockRestore();
       process.env.SCHOOL_API_TOKEN = prev;
     }
     expect(writes.join('')).toBe('');
-    expect(sb.control.requests().map((r) => decodeURIComponent(r.path)).join()).toContain('establishment_number=nope');
+    expect(
+      sb.control
+        .requests()
+        .map((r) => decodeURIComponent(r.path))
+        .join(),
+    ).toContain('establishment_number=nope');
 
     process.env.SCHOOL_API_TOKEN = sb.tokens.full;
     const t = io();
     try {
-      expect(await schoolsList({ ...apiArgs(), state: 'approved', json: false }, { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) })).toBe(6);
+      expect(
+        await schoolsList({ ...apiArgs(), state: 'approved', json: false }, { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) }),
+      ).toBe(6);
       const j = io();
       await schoolsList({ ...apiArgs(), state: 'declined', json: true }, j.io);
-      expect(j.text().trim().split('\n').map((l) => JSON.parse(l).id)).toEqual(['A9004']);
+      expect(
+        j
+          .text()
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l).id),
+      ).toEqual(['A9004']);
     } finally {
       process.env.SCHOOL_API_TOKEN = prev;
     }
@@ -159,7 +189,10 @@ describe('schools show against the sandbox', () => {
     const prev = process.env.SCHOOL_API_TOKEN;
     process.env.SCHOOL_API_TOKEN = sb.tokens.full;
     try {
-      await schoolsShow({ ...apiArgs(), id: 'A1001', json: false, 'with-user-type': true }, { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) });
+      await schoolsShow(
+        { ...apiArgs(), id: 'A1001', json: false, 'with-user-type': true },
+        { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) },
+      );
     } finally {
       process.env.SCHOOL_API_TOKEN = prev;
     }
@@ -169,7 +202,7 @@ describe('schools show against the sandbox', () => {
 });
 
 describe('access request and revoke against the sandbox', () => {
-  const withToken = async <T,>(fn: () => Promise<T>) => {
+  const withToken = async <T>(fn: () => Promise<T>) => {
     const prev = process.env.SCHOOL_API_TOKEN;
     process.env.SCHOOL_API_TOKEN = sb.tokens.full;
     try {
@@ -182,7 +215,16 @@ describe('access request and revoke against the sandbox', () => {
   it('request moves a declined school to pending, at its regional domain, with the contacts sent', async () => {
     const t = io();
     const r = await withToken(() =>
-      accessRequest({ ...apiArgs(), id: 'A9004', contact: ['Ada Lovelace <ada@example.org>', 'Smith, Mary Ann <office@example.org>'], phone: ['+44 20 7946 0000'], json: true }, t.io),
+      accessRequest(
+        {
+          ...apiArgs(),
+          id: 'A9004',
+          contact: ['Ada Lovelace <ada@example.org>', 'Smith, Mary Ann <office@example.org>'],
+          phone: ['+44 20 7946 0000'],
+          json: true,
+        },
+        t.io,
+      ),
     );
     expect(r).toMatchObject({ school_id: 'A9004', success: true, state: 'pending' });
     expect(JSON.parse(t.text())).toEqual(r);
@@ -194,7 +236,9 @@ describe('access request and revoke against the sandbox', () => {
 
   it('revoke with --yes moves an approved school to revoked', async () => {
     const t = io();
-    const r = await withToken(() => accessRevoke({ ...apiArgs(), id: 'A1006', yes: true, json: false }, { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) }));
+    const r = await withToken(() =>
+      accessRevoke({ ...apiArgs(), id: 'A1006', yes: true, json: false }, { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) }),
+    );
     expect(r.state).toBe('revoked');
     expect(t.text()).toMatch(/^A1006: ok, state revoked — /);
     expect(await ids('revoked')).toContain('A1006');
@@ -226,7 +270,13 @@ describe('access request and revoke against the sandbox', () => {
     }
     // through yargs as well: the usage error surfaces and nothing reaches the service
     await expect(
-      withToken(() => yargs().command(accessCommand).strict().fail(false).parseAsync(['access', 'request', 'A9001', '--contact', 'Ada Lovelace <ada@@example.org>', '--api-url', sb.url])),
+      withToken(() =>
+        yargs()
+          .command(accessCommand)
+          .strict()
+          .fail(false)
+          .parseAsync(['access', 'request', 'A9001', '--contact', 'Ada Lovelace <ada@@example.org>', '--api-url', sb.url]),
+      ),
     ).rejects.toMatchObject({ code: 'E_USAGE' });
     expect(sb.control.requests()).toEqual([]);
   });

@@ -39,7 +39,16 @@ describe('datetime objects -> UTC instant + zone', () => {
   it('agrees with Intl every 37 minutes across a year of DST changes', () => {
     const zones = ['Europe/London', 'Australia/Sydney', 'Africa/Johannesburg', 'America/New_York', 'Australia/Lord_Howe'];
     for (const zone of zones) {
-      const fmt = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+      const fmt = new Intl.DateTimeFormat('en-US', {
+        timeZone: zone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: 'numeric',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: 'numeric',
+        second: 'numeric',
+      });
       const wall = (t: number) => {
         const p = Object.fromEntries(fmt.formatToParts(t).map((x) => [x.type, x.value]));
         return Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour, +p.minute, +p.second);

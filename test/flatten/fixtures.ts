@@ -59,7 +59,12 @@ export const FIXTURES: Record<string, unknown[]> = {
         address_country: { code: 'AUS', name: 'Australia' },
       },
       extended: { allows_writeback: false, has_timetables: true, has_lesson_attendance: false },
-      region: { code: 'apac', domain: 'apac.example.test', school_url: 'https://apac.example.test/x', identifiers: { la_code: null, establishment_number: null, urn: null } },
+      region: {
+        code: 'apac',
+        domain: 'apac.example.test',
+        school_url: 'https://apac.example.test/x',
+        identifiers: { la_code: null, establishment_number: null, urn: null },
+      },
       // undeclared: a new top-level field, a new nested one, a new datetime
       website: 'https://school.example.au',
       extended_new: undefined,
@@ -91,7 +96,15 @@ export const FIXTURES: Record<string, unknown[]> = {
       audited: false,
     },
   ],
-  school_acl: [{ mode: 'whitelist', ids: [{ id: 'A11', type: 'student' }, { id: 'A12', type: 'contact' }] }],
+  school_acl: [
+    {
+      mode: 'whitelist',
+      ids: [
+        { id: 'A11', type: 'student' },
+        { id: 'A12', type: 'contact' },
+      ],
+    },
+  ],
   achievements: [
     {
       id: 'A1001',
@@ -109,7 +122,12 @@ export const FIXTURES: Record<string, unknown[]> = {
       recorded_date: dt('2024-10-27 02:00:00.000000', 'Europe/London'),
       created_at: dt('2024-10-27 09:15:02.123456', 'UTC'),
       updated_at: dt('2024-10-28 10:00:00.000001', 'UTC'),
-      students: { data: [{ id: 'A2001', forename: 'Zoë', surname: 'Ó Briain', date_of_birth: dt('2013-05-04 00:00:00.000000', 'Europe/London') }, { id: 'A2002', forename: '翔太', surname: 'Sato' }] },
+      students: {
+        data: [
+          { id: 'A2001', forename: 'Zoë', surname: 'Ó Briain', date_of_birth: dt('2013-05-04 00:00:00.000000', 'Europe/London') },
+          { id: 'A2002', forename: '翔太', surname: 'Sato' },
+        ],
+      },
       employees: { data: [{ id: 'A3001', title: 'Ms', surname: 'Jones' }] },
     },
     {

@@ -58,9 +58,7 @@ describe('parquet', () => {
     expect(w.bytesWritten).toBe((await stat(path)).size);
 
     const described = await query(`DESCRIBE SELECT * FROM read_parquet('${path}')`);
-    expect(described.map((d) => `${d.column_name}:${d.column_type}`)).toEqual(
-      schema.columns.map((c) => `${c.name}:${DUCK_TYPE[c.type]}`),
-    );
+    expect(described.map((d) => `${d.column_name}:${d.column_type}`)).toEqual(schema.columns.map((c) => `${c.name}:${DUCK_TYPE[c.type]}`));
 
     // timestamps compared as microseconds since the epoch: the exact instant, not a rendering
     const select = schema.columns
@@ -78,7 +76,8 @@ describe('parquet', () => {
           continue;
         }
         const v = row[c.name];
-        const want = v === null ? null : c.type === 'timestamp' ? isoToMicros(v as string).toString() : c.type === 'integer' ? String(v) : v;
+        const want =
+          v === null ? null : c.type === 'timestamp' ? isoToMicros(v as string).toString() : c.type === 'integer' ? String(v) : v;
         expect(got, `${table}.${c.name}`).toEqual(want);
       }
     });
@@ -116,8 +115,12 @@ describe('parquet', () => {
     } finally {
       await fh.close();
     }
-    const types = await query(`SELECT name, logical_type::VARCHAR AS l, converted_type FROM parquet_schema('${path}') WHERE name IN ('created_at', 'comment')`);
-    expect(types.map((t) => [t.name, String(t.l).includes('isAdjustedToUTC=1') || String(t.l).startsWith('StringType'), t.converted_type])).toEqual([
+    const types = await query(
+      `SELECT name, logical_type::VARCHAR AS l, converted_type FROM parquet_schema('${path}') WHERE name IN ('created_at', 'comment')`,
+    );
+    expect(
+      types.map((t) => [t.name, String(t.l).includes('isAdjustedToUTC=1') || String(t.l).startsWith('StringType'), t.converted_type]),
+    ).toEqual([
       ['comment', true, 'UTF8'],
       ['created_at', true, 'TIMESTAMP_MICROS'],
     ]);

@@ -117,7 +117,9 @@ describe('csv', () => {
     const c = collector();
     const w = formatByName('csv').open(schema, c.out, {});
     await w.finish();
-    expect(c.bytes().toString()).toBe('online,approved,audited,custom_attendance_codes,_school_id,_region,_run_id,_extracted_at,_extra\r\n');
+    expect(c.bytes().toString()).toBe(
+      'online,approved,audited,custom_attendance_codes,_school_id,_region,_run_id,_extracted_at,_extra\r\n',
+    );
   });
 });
 

@@ -38,7 +38,9 @@ export function readManifests(dir: string): CommittedTask[] {
     else for (const part of readdirSync(p).sort()) add(JSON.parse(readFileSync(join(p, part), 'utf8')) as Manifest);
   }
   // A purge (access revoked) removed the school's files: what came before it is gone.
-  return out.filter((t) => !(purgedAt.get(t.school_id) && t.run_id < purgedAt.get(t.school_id)!)).sort((a, b) => a.run_id.localeCompare(b.run_id));
+  return out
+    .filter((t) => !(purgedAt.get(t.school_id) && t.run_id < purgedAt.get(t.school_id)!))
+    .sort((a, b) => a.run_id.localeCompare(b.run_id));
 }
 
 export async function readRows(dir: string, relPath: string, schema: TableSchema): Promise<Row[]> {
@@ -142,7 +144,8 @@ export async function currentState(
     const k = `${row._school_id}|${row.table}|${row.id}`;
     const cur = deleted.get(k);
     const at = String(row.deleted_at);
-    if (!cur || at > cur.at || (at === cur.at && (row.restored_at ?? '') > (cur.restored ?? ''))) deleted.set(k, { at, restored: (row.restored_at as string | null) ?? null });
+    if (!cur || at > cur.at || (at === cur.at && (row.restored_at ?? '') > (cur.restored ?? '')))
+      deleted.set(k, { at, restored: (row.restored_at as string | null) ?? null });
   }
   const out = new Map<string, Row[]>();
   const chosenRun = new Map<string, string>(); // table|school|id -> _run_id of the chosen version
@@ -184,7 +187,11 @@ export async function warehouseState(dir: string, dbPath: string): Promise<Map<s
   const conn = await inst.connect();
   const out = new Map<string, Row[]>();
   try {
-    const tables = (await conn.runAndReadAll(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND table_name NOT LIKE '\\_%' ESCAPE '\\'`))
+    const tables = (
+      await conn.runAndReadAll(
+        `SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND table_name NOT LIKE '\\_%' ESCAPE '\\'`,
+      )
+    )
       .getRows()
       .map((r) => String(r[0]));
     for (const t of tables) {
@@ -194,7 +201,12 @@ export async function warehouseState(dir: string, dbPath: string): Promise<Map<s
         t,
         reader.getRows().map((r) => {
           const row: Row = {};
-          cols.forEach((c, i) => (row[c] = fromDuck(r[i] instanceof Object && 'toString' in (r[i] as object) && !('micros' in (r[i] as object)) ? String(r[i]) : r[i])));
+          cols.forEach(
+            (c, i) =>
+              (row[c] = fromDuck(
+                r[i] instanceof Object && 'toString' in (r[i] as object) && !('micros' in (r[i] as object)) ? String(r[i]) : r[i],
+              )),
+          );
           return unfoldExtra(row);
         }),
       );

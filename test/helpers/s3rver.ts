@@ -149,7 +149,10 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
     }
     if (ctx.method === 'DELETE' && key !== '' && q.uploadId) {
       const target = path.join(uploadsDir(bucket), path.basename(q.uploadId));
-      const exists = await fs.stat(target).then(() => true, () => false);
+      const exists = await fs.stat(target).then(
+        () => true,
+        () => false,
+      );
       if (!exists) {
         ctx.status = 404;
         ctx.type = 'application/xml';

@@ -28,7 +28,11 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
 
   async function check() {
     const regionOf = (id: string) => schools.find((s) => s.id === id)!.region;
-    const expected = await expectedState(sb, schools.map((s) => s.id), regionOf);
+    const expected = await expectedState(
+      sb,
+      schools.map((s) => s.id),
+      regionOf,
+    );
     const actual = await currentState(tmp.dir, allSchemas());
     for (const [table, rows] of expected) {
       expect({ table, rows: canonical(actual.get(table) ?? []) }).toEqual({ table, rows: canonical(rows) });
@@ -97,13 +101,17 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
     const results = sb.control.records(b!.id, 'assessment_results');
     const gone = (results[0] as { id: string }).id;
     sb.control.remove(b!.id, 'assessment_results', gone);
-    const snap = await runExport(sandboxConfig(sb, tmp.dir, { format, resources: ['assessment_results'], full_refresh: true }), { token: sb.tokens.full });
+    const snap = await runExport(sandboxConfig(sb, tmp.dir, { format, resources: ['assessment_results'], full_refresh: true }), {
+      token: sb.tokens.full,
+    });
     expect(snap.failures).toEqual([]);
     const sink = await openSink(tmp.dir);
     const state = await readState(sink, b!.region, b!.id);
     expect(state.resources.assessment_results?.known_ids_file).toMatch(/^_state\/ids\//);
     const m = JSON.parse(readFileSync(join(tmp.dir, '_manifests', `${snap.runId}.json`), 'utf8'));
-    expect(m.deletions).toContainEqual(expect.objectContaining({ school_id: b!.id, id: gone, type: 'assessment_results', detected_by: 'snapshot' }));
+    expect(m.deletions).toContainEqual(
+      expect.objectContaining({ school_id: b!.id, id: gone, type: 'assessment_results', detected_by: 'snapshot' }),
+    );
     await check();
   });
 

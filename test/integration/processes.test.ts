@@ -88,9 +88,11 @@ describe('separate processes', () => {
       const regions = new Map(readManifests(tmp.dir).map((t) => [t.school_id, t.region]));
       const expected = await expectedState(sb, ids, (id) => regions.get(id)!);
       const actual = await currentState(tmp.dir, allSchemas());
-      for (const [table, rows] of expected) expect({ table, rows: canonical(actual.get(table) ?? []) }).toEqual({ table, rows: canonical(rows) });
+      for (const [table, rows] of expected)
+        expect({ table, rows: canonical(actual.get(table) ?? []) }).toEqual({ table, rows: canonical(rows) });
       const warehouse = await warehouseState(tmp.dir, db);
-      for (const [table, rows] of expected) expect({ table, warehouse: canonical(warehouse.get(table) ?? []) }).toEqual({ table, warehouse: canonical(rows) });
+      for (const [table, rows] of expected)
+        expect({ table, warehouse: canonical(warehouse.get(table) ?? []) }).toEqual({ table, warehouse: canonical(rows) });
     } finally {
       sb.control.latency(0);
       tmp.cleanup();
@@ -101,7 +103,9 @@ describe('separate processes', () => {
     const tmp = tempDir('shards-');
     try {
       const N = 3;
-      const runs = Array.from({ length: N }, (_, i) => cli(sb, ['--dest', tmp.dir, '--format', 'csv', '--shard', `${i}/${N}`, '--resources', 'schools,achievements']));
+      const runs = Array.from({ length: N }, (_, i) =>
+        cli(sb, ['--dest', tmp.dir, '--format', 'csv', '--shard', `${i}/${N}`, '--resources', 'schools,achievements']),
+      );
       const results = await Promise.all(runs.map((r) => r.done));
       for (const r of results) expect(r.code, r.stderr).toBe(0);
       const manifests = walk(join(tmp.dir, '_manifests')).filter((f) => /^[^/]+\.json$/.test(f));

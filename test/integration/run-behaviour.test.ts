@@ -54,7 +54,13 @@ describe('run behaviour', () => {
       const summary = await exportOnce(sb, tmp.dir, { format: 'ndjson', resources: ['school_meta'] });
       expect(summary.status).toBe('partial');
       expect(summary.failures).toEqual([
-        expect.objectContaining({ school_id: 'A1001', code: 'E_STATE', message: expect.stringMatching(/_state\/region=uk\/school_id=A1001\.json .*unreadable.*delete it to re-export that school in full/) }),
+        expect.objectContaining({
+          school_id: 'A1001',
+          code: 'E_STATE',
+          message: expect.stringMatching(
+            /_state\/region=uk\/school_id=A1001\.json .*unreadable.*delete it to re-export that school in full/,
+          ),
+        }),
       ]);
       expect(summary.tasks.committed).toBe(2);
     } finally {
@@ -94,8 +100,13 @@ describe('run behaviour', () => {
       expect(summary.failures).toEqual([]);
       expect(summary.tables.recognition?.rows).toBe(120);
       expect(summary.tables.recognition_students?.rows).toBeGreaterThan(0);
-      const [spec] = selectResources(['recognition'], [{ name: 'recognition', path: '/schools/{school_id}/achievements', include: ['students'] }]);
-      const f = readManifests(tmp.dir).flatMap((t) => t.files).find((x) => x.table === 'recognition')!;
+      const [spec] = selectResources(
+        ['recognition'],
+        [{ name: 'recognition', path: '/schools/{school_id}/achievements', include: ['students'] }],
+      );
+      const f = readManifests(tmp.dir)
+        .flatMap((t) => t.files)
+        .find((x) => x.table === 'recognition')!;
       const rows = await readRows(tmp.dir, f.path, compileFlattener(spec!).tables[0]!);
       const first = rows.find((r) => r.id === sb.control.records('A1001', 'achievements')[0]!.id)!;
       // Datetime objects are recognised by shape, nested objects joined with __.
@@ -109,7 +120,9 @@ describe('run behaviour', () => {
 
   it('an unknown resource name is a configuration error before any request', async () => {
     sb.control.clearRequests();
-    await expect(exportOnce(sb, '/nonexistent-dir-never-created', { resources: ['achievemnts'] })).rejects.toThrow(/resources: unknown table "achievemnts" \(known: .*achievements/);
+    await expect(exportOnce(sb, '/nonexistent-dir-never-created', { resources: ['achievemnts'] })).rejects.toThrow(
+      /resources: unknown table "achievemnts" \(known: .*achievements/,
+    );
     expect(sb.control.requests()).toEqual([]);
   });
 });

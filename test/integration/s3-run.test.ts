@@ -68,7 +68,8 @@ describe('export to S3 (s3rver)', () => {
     expect(new Set(tasks.map((t) => t.run_id)).size).toBe(2);
     const expected = await expectedState(sb, ['A1001', 'A1002'], (id) => (id === 'A1001' ? 'uk' : 'apac'));
     const actual = await currentState(local, allSchemas());
-    for (const [table, rows] of expected) expect({ table, rows: canonical(actual.get(table) ?? []) }).toEqual({ table, rows: canonical(rows) });
+    for (const [table, rows] of expected)
+      expect({ table, rows: canonical(actual.get(table) ?? []) }).toEqual({ table, rows: canonical(rows) });
   });
 
   it('a store failing mid-upload fails the task, keeps its state, leaves no incomplete upload; the next run recovers', async () => {
@@ -92,7 +93,10 @@ describe('export to S3 (s3rver)', () => {
     const local = await mirror('big');
     const actual = await currentState(local, allSchemas());
     const got = (actual.get('achievements') ?? []).map((r) => String(r.id)).sort();
-    const want = sb.control.records('A1003', 'achievements').map((r) => (r as { id: string }).id).sort();
+    const want = sb.control
+      .records('A1003', 'achievements')
+      .map((r) => (r as { id: string }).id)
+      .sort();
     expect(got).toEqual(want);
   });
 });

@@ -23,7 +23,13 @@ describe('webhooks drive the next run', () => {
 
   beforeAll(async () => {
     sink = await openSink(tmp.dir);
-    receiver = await startWebhookReceiver({ sink, secret: 'a-long-enough-test-secret-123', tokenDir: tokens.dir, purgeOnRevoke: true, log: () => {} });
+    receiver = await startWebhookReceiver({
+      sink,
+      secret: 'a-long-enough-test-secret-123',
+      tokenDir: tokens.dir,
+      purgeOnRevoke: true,
+      log: () => {},
+    });
     sb = await startSandbox({ seed: 5, schools: 3, achievementsPerSchool: 80, webhookUrl: receiver.url });
     const first = await exportOnce(sb, tmp.dir, { format: 'ndjson' });
     expect(first.failures).toEqual([]);
@@ -35,7 +41,12 @@ describe('webhooks drive the next run', () => {
     tokens.cleanup();
   });
 
-  const schoolsIn = (runId: string) => new Set(readManifests(tmp.dir).filter((t) => t.run_id === runId).map((t) => t.school_id));
+  const schoolsIn = (runId: string) =>
+    new Set(
+      readManifests(tmp.dir)
+        .filter((t) => t.run_id === runId)
+        .map((t) => t.school_id),
+    );
 
   it('a school approved through the sandbox is fully exported by the next run', async () => {
     await sb.control.setAccess('A9001', 'approved');
@@ -48,7 +59,9 @@ describe('webhooks drive the next run', () => {
     expect(tasks.length).toBeGreaterThan(5);
     expect(tasks.every((t) => t.mode === 'full')).toBe(true);
     // Already-exported schools stay incremental.
-    expect(readManifests(tmp.dir).filter((t) => t.run_id === run.runId && t.school_id === 'A1001' && t.resource === 'achievements')[0]!.mode).toBe('incremental');
+    expect(
+      readManifests(tmp.dir).filter((t) => t.run_id === run.runId && t.school_id === 'A1001' && t.resource === 'achievements')[0]!.mode,
+    ).toBe('incremental');
   });
 
   it('a revoked school is skipped, and with purge its files and state are gone', async () => {
@@ -56,12 +69,19 @@ describe('webhooks drive the next run', () => {
     await sb.control.setAccess('A1001', 'revoked');
     await sb.control.flushWebhooks();
     const left = (dir: string): string[] =>
-      existsSync(dir) ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? left(join(dir, e.name)) : [e.name])) : [];
+      existsSync(dir)
+        ? readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? left(join(dir, e.name)) : [e.name]))
+        : [];
     expect(left(join(tmp.dir, 'achievements/region=uk/school_id=A1001'))).toEqual([]);
     // Only the directive that keeps runs away from the school, and the receiver's dedupe record, remain.
     const walkAll = (dir: string, base = ''): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walkAll(join(dir, e.name), base + e.name + '/') : [base + e.name]));
-    expect(walkAll(tmp.dir).filter((f) => f.includes('A1001') && !f.includes('purge'))).toEqual(['_state/_directives/school_id=A1001.json', '_state/_webhooks/last/school_id=A1001.json']);
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? walkAll(join(dir, e.name), base + e.name + '/') : [base + e.name],
+      );
+    expect(walkAll(tmp.dir).filter((f) => f.includes('A1001') && !f.includes('purge'))).toEqual([
+      '_state/_directives/school_id=A1001.json',
+      '_state/_webhooks/last/school_id=A1001.json',
+    ]);
     expect(existsSync(join(tmp.dir, '_state/region=uk/school_id=A1001.json'))).toBe(false);
     const purge = readdirSync(join(tmp.dir, '_manifests')).filter((f) => f.includes('-purge-'));
     expect(purge.length).toBe(1);

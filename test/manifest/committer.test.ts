@@ -21,16 +21,28 @@ describe('Committer', () => {
     const dir = mkdtempSync(join(tmpdir(), 'committer-'));
     try {
       const sink = new LocalSink(dir);
-      const c = new Committer(sink, { version: 1, run_id: '20260101T000000.000Z-abcd', started_at: '2026-01-01T00:00:00Z', format: 'ndjson' });
+      const c = new Committer(sink, {
+        version: 1,
+        run_id: '20260101T000000.000Z-abcd',
+        started_at: '2026-01-01T00:00:00Z',
+        format: 'ndjson',
+      });
       const seenAtPromote: string[][] = [];
       const promote = async () => {
         seenAtPromote.push(readdirSync(join(dir, '_manifests/20260101T000000.000Z-abcd')));
       };
-      await Promise.all([c.commit({ task: task('A1', 'achievements'), deletions: [], promote }), c.commit({ task: task('A2', 'achievements'), deletions: [], promote })]);
+      await Promise.all([
+        c.commit({ task: task('A1', 'achievements'), deletions: [], promote }),
+        c.commit({ task: task('A2', 'achievements'), deletions: [], promote }),
+      ]);
       expect(seenAtPromote.every((parts) => parts.length >= 1)).toBe(true);
 
       // A failing promotion: the task stays listed (its files are valid) with its error, once.
-      const failing = c.commit({ task: task('A3', 'achievements'), deletions: [], promote: async () => Promise.reject(new Error('disk full')) });
+      const failing = c.commit({
+        task: task('A3', 'achievements'),
+        deletions: [],
+        promote: async () => Promise.reject(new Error('disk full')),
+      });
       await expect(failing).rejects.toMatchObject({ code: 'E_STATE', listed: true });
 
       const m = await c.finish();
@@ -39,9 +51,9 @@ describe('Committer', () => {
       expect(m.tasks[2]!.error?.message).toMatch(/state not advanced: disk full/);
       const onDisk = JSON.parse(readFileSync(join(dir, '_manifests/20260101T000000.000Z-abcd.json'), 'utf8'));
       expect(onDisk.tasks.length).toBe(3);
-      expect(existsSync(join(dir, '_manifests/20260101T000000.000Z-abcd'))
-        ? readdirSync(join(dir, '_manifests/20260101T000000.000Z-abcd'))
-        : []).toEqual([]);
+      expect(
+        existsSync(join(dir, '_manifests/20260101T000000.000Z-abcd')) ? readdirSync(join(dir, '_manifests/20260101T000000.000Z-abcd')) : [],
+      ).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -42,20 +42,48 @@ describe('resource registry', () => {
 
   it('flattens names and types per the contract', () => {
     expect(cols('schools')).toEqual(
-      expect.arrayContaining(['establishment_number:string', 'la_code:string', 'urn:integer', 'address__address_country__code:string', 'extended__allows_writeback:boolean']),
+      expect.arrayContaining([
+        'establishment_number:string',
+        'la_code:string',
+        'urn:integer',
+        'address__address_country__code:string',
+        'extended__allows_writeback:boolean',
+      ]),
     );
     expect(cols('achievements').slice(0, 12)).toEqual([
-      'id:string', 'mis_id:string', 'type:string', 'action:string', 'subject:string', 'class:string',
-      'points:integer', 'total_points:integer', 'comment:string', 'parents_notified:boolean',
-      'achievement_date:timestamp', 'achievement_date__timezone:string',
+      'id:string',
+      'mis_id:string',
+      'type:string',
+      'action:string',
+      'subject:string',
+      'class:string',
+      'points:integer',
+      'total_points:integer',
+      'comment:string',
+      'parents_notified:boolean',
+      'achievement_date:timestamp',
+      'achievement_date__timezone:string',
     ]);
     expect(cols('achievements', 'achievement_students').slice(0, 2)).toEqual(['achievement_id:string', 'id:string']);
     expect(tableSchemas(resourceByName('achievements')!)[1].key).toEqual(['achievement_id', 'id']);
     expect(cols('school_acl')).toEqual(['mode:string', 'ids:json', 'id_count:integer', ...META]);
-    expect(cols('school_meta').slice(0, 4)).toEqual(['online:boolean', 'approved:boolean', 'audited:boolean', 'custom_attendance_codes:boolean']);
+    expect(cols('school_meta').slice(0, 4)).toEqual([
+      'online:boolean',
+      'approved:boolean',
+      'audited:boolean',
+      'custom_attendance_codes:boolean',
+    ]);
     expect(cols('deletions')).toEqual([
-      'type:string', 'id:string', 'mis_id:string', 'deleted_at:timestamp', 'deleted_at__timezone:string',
-      'restored_at:timestamp', 'restored_at__timezone:string', 'detected_by:string', 'table:string', ...META,
+      'type:string',
+      'id:string',
+      'mis_id:string',
+      'deleted_at:timestamp',
+      'deleted_at__timezone:string',
+      'restored_at:timestamp',
+      'restored_at__timezone:string',
+      'detected_by:string',
+      'table:string',
+      ...META,
     ]);
     expect(resourceByName('deletions')!.key).toEqual(['type', 'id']);
     expect(cols('assessment_results')).toContain('grade_value:string');
@@ -64,21 +92,35 @@ describe('resource registry', () => {
 
   it('declares what the pipeline needs to plan requests', () => {
     const a = resourceByName('achievements')!;
-    expect([a.path, a.incremental, a.deletionType, a.updatedAtField]).toEqual(['/schools/{school_id}/achievements', true, 'achievement', 'updated_at']);
+    expect([a.path, a.incremental, a.deletionType, a.updatedAtField]).toEqual([
+      '/schools/{school_id}/achievements',
+      true,
+      'achievement',
+      'updated_at',
+    ]);
     expect(resourceByName('schools')!.scope).toBe('discovery');
     expect(resourceByName('school_acl')!.query).toEqual({ with_user_type: 'true' });
     expect(resourceByName('school_meta')!.shape).toBe('object');
-    for (const n of ['assessment_aspects', 'assessment_results', 'assessment_resultsets']) expect(resourceByName(n)!.deletionType).toBeUndefined();
+    for (const n of ['assessment_aspects', 'assessment_results', 'assessment_resultsets'])
+      expect(resourceByName(n)!.deletionType).toBeUndefined();
     for (const r of RESOURCES) expect(r.path.startsWith('/')).toBe(true);
   });
 
   it('genericResource: key, children named after the singular parent, deletion type guessed', () => {
-    const s = genericResource({ name: 'students', path: '/schools/{school_id}/students', include: ['contacts', 'contacts.contact_details'] });
+    const s = genericResource({
+      name: 'students',
+      path: '/schools/{school_id}/students',
+      include: ['contacts', 'contacts.contact_details'],
+    });
     expect(s.key).toEqual(['id']);
     expect(s.deletionType).toBe('student');
     expect(tableSchemas(s).map((t) => t.name)).toEqual(['students', 'student_contacts', 'student_contacts__contact_details']);
     expect(s.children![0].parentKey).toBe('student_id');
-    const typed = genericResource({ name: 'rooms', path: '/schools/{school_id}/rooms', fields: [{ path: 'capacity', type: 'integer', nullable: true }] });
+    const typed = genericResource({
+      name: 'rooms',
+      path: '/schools/{school_id}/rooms',
+      fields: [{ path: 'capacity', type: 'integer', nullable: true }],
+    });
     expect(typed.fields.map((f) => `${f.path}:${f.type}`)).toEqual(['id:string', 'capacity:integer']);
     const g = genericResource({ name: 'widgets', path: '/schools/{school_id}/widgets', incremental: false, key: ['code'] });
     expect([g.deletionType, g.updatedAtField, g.fields.map((f) => f.path)]).toEqual([undefined, undefined, ['code']]);

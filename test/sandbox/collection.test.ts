@@ -20,7 +20,7 @@ describe('LazyCollection', () => {
     const c = new LazyCollection(500, (i) => 1000 + i * 10 + (i % 7));
     let now = 100_000;
     let x = 12345;
-    const rand = (n: number) => ((x = (x * 1103515245 + 12345) & 0x7fffffff) % n);
+    const rand = (n: number) => (x = (x * 1103515245 + 12345) & 0x7fffffff) % n;
     const windows: Window[] = [{}, { after: 2000 }, { before: 3000 }, { after: 1500, before: 4200 }, { after: 100_050 }];
     for (let round = 0; round < 40; round++) {
       const op = rand(4);

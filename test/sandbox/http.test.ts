@@ -18,7 +18,9 @@ afterAll(() => sb.close());
 describe('sandbox handle', () => {
   it('exposes three regions, their domains and two tokens', () => {
     expect(sb.regions.map((r) => [r.code, r.domain])).toEqual([
-      ['uk', 'api.sandbox.test'], ['apac', 'api-apac.sandbox.test'], ['africa', 'api-africa.sandbox.test'],
+      ['uk', 'api.sandbox.test'],
+      ['apac', 'api-apac.sandbox.test'],
+      ['africa', 'api-africa.sandbox.test'],
     ]);
     expect(new Set(sb.regions.map((r) => r.url)).size).toBe(3);
     expect(sb.url).toBe(sb.regions[0].url);
@@ -74,14 +76,17 @@ describe('discovery and access lists', () => {
     expect(all.some((s: any) => !('iso_3166_2' in s.address.address_country))).toBe(true);
     const a2 = all.find((s: any) => s.id === 'A1002');
     expect(a2.region).toEqual({
-      code: 'apac', domain: 'api-apac.sandbox.test', school_url: 'https://api-apac.sandbox.test/v1.0/schools/A1002',
+      code: 'apac',
+      domain: 'api-apac.sandbox.test',
+      school_url: 'https://api-apac.sandbox.test/v1.0/schools/A1002',
       identifiers: { la_code: a2.la_code, establishment_number: a2.establishment_number, urn: a2.urn },
     });
     expect(all.some((s: any) => s.timezone === null)).toBe(true);
   });
 
   it('filters schools by postcode, la_code, establishment_number, iso_3166_2 and urn', async () => {
-    const q = async (qs: string, list = '') => (await call(`${uk}/v1.0/schools${list}?${qs}`, { token: T() })).json.data.map((s: any) => s.id);
+    const q = async (qs: string, list = '') =>
+      (await call(`${uk}/v1.0/schools${list}?${qs}`, { token: T() })).json.data.map((s: any) => s.id);
     expect(await q('postcode=ls1%200ab')).toEqual(['A1001']);
     expect(await q('la_code=301')).toEqual(['A1002']);
     expect(await q('establishment_number=2000')).toEqual(['A1001']);
@@ -158,7 +163,16 @@ describe('pagination', () => {
   });
 
   it('refuses bad per_page, page and dates with 400', async () => {
-    for (const qs of ['per_page=0', 'per_page=-1', 'per_page=ten', 'page=0', 'page=1.5', 'updated_after=yesterday', 'updated_before=2024-02-30', 'include=teachers']) {
+    for (const qs of [
+      'per_page=0',
+      'per_page=-1',
+      'per_page=ten',
+      'page=0',
+      'page=1.5',
+      'updated_after=yesterday',
+      'updated_before=2024-02-30',
+      'include=teachers',
+    ]) {
       const r = await call(`${ach()}?${qs}`, { token: T() });
       expect(r.status, qs).toBe(400);
       expect(r.json.error.status).toBe(400);
@@ -211,7 +225,8 @@ describe('content', () => {
     expect(r.data[0].aspect.data[0].id).toBe(r.data[0].aspect.data[0].id);
     expect(r.data[0].student.data).toHaveLength(1);
     const aspects = (await call(`${base}/aspects`, { token: T() })).json.data;
-    const pick = (await call(`${base}/aspects?aspect_ids=${aspects[1].id},${aspects[3].id}&include=templates,results`, { token: T() })).json.data;
+    const pick = (await call(`${base}/aspects?aspect_ids=${aspects[1].id},${aspects[3].id}&include=templates,results`, { token: T() })).json
+      .data;
     expect(pick.map((a: any) => a.id)).toEqual([aspects[1].id, aspects[3].id]);
     expect(pick[0].results.data.every((x: any) => x.aspect === aspects[1].id)).toBe(true);
     expect(pick[0].templates.data.length).toBe(3);
@@ -238,7 +253,13 @@ describe('content', () => {
 
 describe('errors and access', () => {
   it('answers 404 for unknown schools, routes and items', async () => {
-    for (const path of ['/v1.0/schools/A424242/achievements', '/v1.0/nothing', '/schools', '/v1.0/schools/A1001/achievements/A1', '/v1.0/schools/A1001/assessment/aspects/x']) {
+    for (const path of [
+      '/v1.0/schools/A424242/achievements',
+      '/v1.0/nothing',
+      '/schools',
+      '/v1.0/schools/A1001/achievements/A1',
+      '/v1.0/schools/A1001/assessment/aspects/x',
+    ]) {
       const r = await call(`${uk}${path}`, { token: T() });
       expect(r.status, path).toBe(404);
       expect(r.json.error).toMatchObject({ status: 404, code: 'not_found' });

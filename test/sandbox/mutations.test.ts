@@ -20,7 +20,8 @@ describe('control mutations', () => {
     expect(rows[0].students).toBeDefined();
     const maxBefore = Math.max(...rows.map(updatedUs));
     const times: number[] = [];
-    for (let k = 0; k < 20; k++) times.push(updatedUs(sb.control.update(S, 'achievements', rows[k % 3].id as string, { comment: `v${k}` })));
+    for (let k = 0; k < 20; k++)
+      times.push(updatedUs(sb.control.update(S, 'achievements', rows[k % 3].id as string, { comment: `v${k}` })));
     for (let k = 1; k < times.length; k++) expect(times[k]).toBeGreaterThan(times[k - 1]);
     expect(times[0]).toBeGreaterThan(maxBefore);
     const api = (await call(`${ach()}/${rows[2].id}`, { token: sb.tokens.full })).json;
@@ -29,7 +30,10 @@ describe('control mutations', () => {
     expect(students).toBeDefined();
     expect(employees).toBeDefined();
     expect(api).toEqual(bare);
-    const since = await walk(`${ach()}?per_page=100&updated_after=${encodeURIComponent((rows[299].updated_at as { date: string }).date)}`, sb.tokens.full);
+    const since = await walk(
+      `${ach()}?per_page=100&updated_after=${encodeURIComponent((rows[299].updated_at as { date: string }).date)}`,
+      sb.tokens.full,
+    );
     expect(since.map((r) => r.id)).toEqual([rows[0].id, rows[1].id, rows[2].id]);
   });
 
@@ -62,7 +66,13 @@ describe('control mutations', () => {
     const url = `${sb.url}/v1.0/schools/${S}/deletions`;
     const all = (await call(url, { token: sb.tokens.full })).json.data;
     expect(all.some((d: any) => d.restored_at)).toBe(true);
-    expect(all.filter((d: any) => d.restored_at).every((d: any) => ['student', 'contact', 'employee', 'group', 'class', 'student_leaver', 'student_pre_admission'].includes(d.type))).toBe(true);
+    expect(
+      all
+        .filter((d: any) => d.restored_at)
+        .every((d: any) =>
+          ['student', 'contact', 'employee', 'group', 'class', 'student_leaver', 'student_pre_admission'].includes(d.type),
+        ),
+    ).toBe(true);
     const restored = all.find((d: any) => d.restored_at);
     const cut = restored.deleted_at.date; // after deleted_at, before restored_at
     const after = (await call(`${url}?updated_after=${encodeURIComponent(cut)}Z`.replace(' ', 'T'), { token: sb.tokens.full })).json.data;
@@ -120,18 +130,35 @@ describe('achievement writes over HTTP', () => {
   const body = () => {
     const student = sb.control.records(S, 'students')[0];
     const employee = sb.control.records(S, 'employees')[0];
-    return { students: [{ student_id: student.id, points: 2, award: 'CERT' }], employee_id: employee.id, date: '2024-05-01 10:00:00', type: 'HW', comment: 'Added, "via" POST', activity_type: 'MA' };
+    return {
+      students: [{ student_id: student.id, points: 2, award: 'CERT' }],
+      employee_id: employee.id,
+      date: '2024-05-01 10:00:00',
+      type: 'HW',
+      comment: 'Added, "via" POST',
+      activity_type: 'MA',
+    };
   };
 
   it('POST creates, PUT edits, DELETE removes (with a deletion record)', async () => {
     const created = await call(ach(), { method: 'POST', token: sb.tokens.full, body: body() });
     expect(created.status).toBe(201);
-    expect(created.json).toMatchObject({ type: 'Homework', action: 'Certificate', subject: 'Maths', points: 2, comment: 'Added, "via" POST' });
+    expect(created.json).toMatchObject({
+      type: 'Homework',
+      action: 'Certificate',
+      subject: 'Maths',
+      points: 2,
+      comment: 'Added, "via" POST',
+    });
     expect(created.json.achievement_date.date).toBe('2024-05-01 10:00:00.000000');
     expect(created.json.students.data).toHaveLength(1);
     const id = created.json.id;
     expect((await call(`${ach()}/${id}`, { token: sb.tokens.full })).json.comment).toBe('Added, "via" POST');
-    const edited = await call(`${ach()}/${id}`, { method: 'PUT', token: sb.tokens.full, body: { ...body(), type: 'EF', comment: 'edited' } });
+    const edited = await call(`${ach()}/${id}`, {
+      method: 'PUT',
+      token: sb.tokens.full,
+      body: { ...body(), type: 'EF', comment: 'edited' },
+    });
     expect(edited.status).toBe(200);
     expect(edited.json).toMatchObject({ id, type: 'Effort', comment: 'edited' });
     expect(updatedUs(edited.json)).toBeGreaterThan(updatedUs(created.json));
@@ -163,12 +190,18 @@ describe('achievement writes over HTTP', () => {
 describe('access changes and webhooks', () => {
   it('request-access and revoke-access move the state', async () => {
     const r = await call(`${sb.url}/v1.0/schools/A9003/request-access`, {
-      method: 'POST', token: sb.tokens.full, body: { contacts: [{ first_name: 'Ada', last_name: 'Lovelace', email_address: 'ada@example.test' }] },
+      method: 'POST',
+      token: sb.tokens.full,
+      body: { contacts: [{ first_name: 'Ada', last_name: 'Lovelace', email_address: 'ada@example.test' }] },
     });
     expect(r.json).toEqual({ success: true, state: 'pending', message: expect.any(String) });
     const pending = (await call(`${sb.url}/v1.0/schools/pending`, { token: sb.tokens.full })).json.data.map((s: any) => s.id);
     expect(pending).toContain('A9003');
-    const bad = await call(`${sb.url}/v1.0/schools/A9003/request-access`, { method: 'POST', token: sb.tokens.full, body: { contacts: [{ first_name: 'x' }] } });
+    const bad = await call(`${sb.url}/v1.0/schools/A9003/request-access`, {
+      method: 'POST',
+      token: sb.tokens.full,
+      body: { contacts: [{ first_name: 'x' }] },
+    });
     expect(bad.status).toBe(422);
     const rv = await call(`${sb.url}/v1.0/schools/A1001/revoke-access`, { method: 'DELETE', token: sb.tokens.full });
     expect(rv.json).toEqual({ success: true, state: 'revoked', message: expect.any(String) });

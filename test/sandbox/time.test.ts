@@ -16,7 +16,9 @@ describe('datetime objects', () => {
     expect(dt(us('2024-04-06T16:30:00Z'), 'Australia/Sydney').date).toBe('2024-04-07 02:30:00.000000');
     expect(dt(us('2024-10-05T16:30:00Z'), 'Australia/Sydney').date).toBe('2024-10-06 03:30:00.000000');
     expect(dt(us('2024-06-30T21:59:59Z') + 999_999, 'Africa/Johannesburg')).toEqual({
-      date: '2024-06-30 23:59:59.999999', timezone_type: 3, timezone: 'Africa/Johannesburg',
+      date: '2024-06-30 23:59:59.999999',
+      timezone_type: 3,
+      timezone: 'Africa/Johannesburg',
     });
     expect(dt(us('2024-12-31T23:59:59Z') + 5, 'UTC').date).toBe('2024-12-31 23:59:59.000005');
     expect(isoMicros(us('2024-12-31T23:59:59Z') + 5)).toBe('2024-12-31T23:59:59.000005Z');

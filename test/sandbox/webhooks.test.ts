@@ -34,8 +34,13 @@ describe('webhooks', () => {
     expect(received[0].method).toBe('POST');
     expect(received[0].type).toMatch(/application\/json/);
     expect(hook).toEqual({
-      payload_type: 'schoolApproved', school_id: 'A9001', school_name: expect.any(String), school_token: expect.any(String),
-      school_la_code: expect.any(String), school_urn: expect.any(String), school_establishment_number: expect.any(String),
+      payload_type: 'schoolApproved',
+      school_id: 'A9001',
+      school_name: expect.any(String),
+      school_token: expect.any(String),
+      school_la_code: expect.any(String),
+      school_urn: expect.any(String),
+      school_establishment_number: expect.any(String),
     });
     expect((await call(`${sb.url}/v1.0/schools/A9001/achievements`, { token: hook.school_token })).status).toBe(200);
     expect((await call(`${sb.url}/v1.0/schools/A1001/achievements`, { token: hook.school_token })).status).toBe(403);
@@ -58,7 +63,13 @@ describe('webhooks', () => {
     await sb.control.migrate('A1001', 'scheduled');
     await sb.control.migrate('A1001', 'completed');
     const [s, c] = received.map((r) => r.body);
-    expect(s).toMatchObject({ payload_type: 'schoolMigration', school_id: 'A1001', migrate_from: 'SIMS', migrate_to: 'Arbor', completed_at: null });
+    expect(s).toMatchObject({
+      payload_type: 'schoolMigration',
+      school_id: 'A1001',
+      migrate_from: 'SIMS',
+      migrate_to: 'Arbor',
+      completed_at: null,
+    });
     expect(s.scheduled_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     expect(c).toMatchObject({ scheduled_at: s.scheduled_at, completed_at: expect.stringMatching(/Z$/) });
     expect((await call(`${sb.url}/v1.0/schools/A1001`, { token: sb.tokens.full })).json.mis).toBe('Arbor');
@@ -69,7 +80,9 @@ describe('webhooks', () => {
     expect(id).toMatch(/^WB/);
     expect(received).toHaveLength(0);
     await sb.control.flushWebhooks();
-    expect(received.map((r) => r.body)).toEqual([{ payload_type: 'writeback', writeback_id: id, status: 'SUCCESS', type: 'attendance.session' }]);
+    expect(received.map((r) => r.body)).toEqual([
+      { payload_type: 'writeback', writeback_id: id, status: 'SUCCESS', type: 'attendance.session' },
+    ]);
     expect(sb.control.webhooks()[0]).toMatchObject({ status: 200 });
   });
 });
@@ -84,7 +97,8 @@ describe('control API over HTTP', () => {
     expect(list).toHaveLength(120);
     const one = (await call(`${base}/schools/A1001/achievements/${list[0].id}`, { token: T })).json.data;
     expect(one).toEqual(list[0]);
-    const patched = (await call(`${base}/schools/A1001/achievements/${list[0].id}`, { method: 'PATCH', token: T, body: { comment: 'x' } })).json.data;
+    const patched = (await call(`${base}/schools/A1001/achievements/${list[0].id}`, { method: 'PATCH', token: T, body: { comment: 'x' } }))
+      .json.data;
     expect(patched.comment).toBe('x');
     const del = (await call(`${base}/schools/A1001/students/${one.students.data[0].id}`, { method: 'DELETE', token: T })).json.data;
     expect(del.type).toBe('student');
@@ -92,10 +106,14 @@ describe('control API over HTTP', () => {
     expect(res.restored_at).toBeDefined();
     const added = (await call(`${base}/schools/A1001/achievements`, { method: 'POST', token: T, body: { n: 2 } })).json.ids;
     expect(added).toHaveLength(2);
-    expect((await call(`${base}/faults`, { method: 'POST', token: T, body: { kind: '429', pathRegex: 'deletions$', retryAfter: 1 } })).status).toBe(200);
+    expect(
+      (await call(`${base}/faults`, { method: 'POST', token: T, body: { kind: '429', pathRegex: 'deletions$', retryAfter: 1 } })).status,
+    ).toBe(200);
     expect((await call(`${sb.url}/v1.0/schools/A1001/deletions`, { token: T })).status).toBe(429);
     expect((await call(`${base}/latency`, { method: 'PUT', token: T, body: { ms: 0 } })).status).toBe(200);
-    expect((await call(`${base}/schools/A9001/access`, { method: 'PUT', token: T, body: { state: 'approved' } })).json.state).toBe('approved');
+    expect((await call(`${base}/schools/A9001/access`, { method: 'PUT', token: T, body: { state: 'approved' } })).json.state).toBe(
+      'approved',
+    );
     expect(received.map((r) => r.body.payload_type)).toEqual(['schoolApproved']);
     expect((await call(`${base}/schools/A1001/migrate`, { method: 'POST', token: T, body: { phase: 'scheduled' } })).status).toBe(200);
     const wb = (await call(`${base}/schools/A1001/writeback`, { method: 'POST', token: T, body: {} })).json.writeback_id;

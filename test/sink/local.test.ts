@@ -190,9 +190,15 @@ describe('openSink (local)', () => {
   it('refuses a destination that is a file, or a bad URL, with a ConfigError naming the fix', async () => {
     const file = path.join(root, 'plain');
     await writeFile(file, 'x');
-    await expect(openSink(file)).rejects.toMatchObject({ code: 'E_CONFIG', message: expect.stringMatching(/not a directory|cannot create/) });
+    await expect(openSink(file)).rejects.toMatchObject({
+      code: 'E_CONFIG',
+      message: expect.stringMatching(/not a directory|cannot create/),
+    });
     await expect(openSink('')).rejects.toMatchObject({ code: 'E_CONFIG', message: expect.stringContaining('--dest') });
-    await expect(openSink('gs://bucket/x')).rejects.toMatchObject({ code: 'E_CONFIG', message: expect.stringContaining('unsupported scheme') });
+    await expect(openSink('gs://bucket/x')).rejects.toMatchObject({
+      code: 'E_CONFIG',
+      message: expect.stringContaining('unsupported scheme'),
+    });
     await expect(openSink('file://host/dir')).rejects.toMatchObject({ code: 'E_CONFIG' });
   });
 });

@@ -22,7 +22,12 @@ let raw: S3Client;
 let sink: Sink;
 const MiB = 1024 * 1024;
 
-const s3Options = (s: S3rverHandle = store) => ({ endpoint: s.endpoint, credentials: S3RVER_CREDENTIALS, partSizeBytes: 5 * MiB, queueSize: 2 });
+const s3Options = (s: S3rverHandle = store) => ({
+  endpoint: s.endpoint,
+  credentials: S3RVER_CREDENTIALS,
+  partSizeBytes: 5 * MiB,
+  queueSize: 2,
+});
 
 beforeAll(async () => {
   store = await startS3rver();
@@ -272,7 +277,10 @@ describe('openSink (s3)', () => {
     const opts = { s3: s3Options() };
     const missing = openSink('s3://no-such-bucket/x', opts);
     await expect(missing).rejects.toMatchObject({ code: 'E_CONFIG', message: expect.stringContaining('does not exist') });
-    await expect(openSink('s3://Bad_Bucket/x', opts)).rejects.toMatchObject({ code: 'E_CONFIG', message: expect.stringContaining('bucket name') });
+    await expect(openSink('s3://Bad_Bucket/x', opts)).rejects.toMatchObject({
+      code: 'E_CONFIG',
+      message: expect.stringContaining('bucket name'),
+    });
     await expect(openSink('s3://b/x', opts)).rejects.toMatchObject({ code: 'E_CONFIG' });
     await expect(openSink('s3://bucket/a/../b', opts)).rejects.toMatchObject({ code: 'E_CONFIG' });
     const withSecret = openSink('s3://AKIDEXAMPLE:s3cr3tVALUE@bucket/x', opts);

@@ -17,13 +17,14 @@ describe('fatal statuses', () => {
   for (const [status, code, fix] of cases) {
     it(`${status} → ${code}, one request, names school and endpoint, never the token`, async () => {
       // a hostile or careless server echoing the credentials back must not leak them into the message
-      const s = await server((req, res) =>
-        json(res, status, { message: `bad thing; you sent ${req.headers.authorization} and ${TOKEN}` }),
-      );
+      const s = await server((req, res) => json(res, status, { message: `bad thing; you sent ${req.headers.authorization} and ${TOKEN}` }));
       const events: ClientEvent[] = [];
       const c = client(s.url, { onEvent: (e) => events.push(e) });
       const err = await all(
-        c.paginate('/schools/A42/achievements', { query: { updated_after: '2024-01-01 00:00:00' }, ctx: { school: 'A42', endpoint: 'achievements' } }),
+        c.paginate('/schools/A42/achievements', {
+          query: { updated_after: '2024-01-01 00:00:00' },
+          ctx: { school: 'A42', endpoint: 'achievements' },
+        }),
       ).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ApiError);
       expect(err).toMatchObject({ code, status, retriable: false });
@@ -44,14 +45,18 @@ describe('fatal statuses', () => {
     const c = client(s.url, { retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 }, onEvent: (e) => events.push(e) });
     const err = await c.getJson('/schools/A1', { ctx: { school: 'A1', endpoint: 'school' } }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'E_HTTP_RETRIES', status: 502 });
-    expect((err as Error).message).toMatch(/school A1, school: GET \/v1\.0\/schools\/A1: gave up after 3 attempts; last: .*502 \(upstream down\)/);
+    expect((err as Error).message).toMatch(
+      /school A1, school: GET \/v1\.0\/schools\/A1: gave up after 3 attempts; last: .*502 \(upstream down\)/,
+    );
     expect(s.requests).toHaveLength(3);
     expect(events.filter((e) => e.type === 'retry').map((e) => (e as { attempt: number }).attempt)).toEqual([1, 2]);
   });
 
   it('a query parameter that looks like a credential is masked in messages', async () => {
     const s = await server((_req, res) => json(res, 403, {}));
-    const err = await client(s.url).getJson('/schools', { query: { access_token: TOKEN } }).catch((e: unknown) => e);
+    const err = await client(s.url)
+      .getJson('/schools', { query: { access_token: TOKEN } })
+      .catch((e: unknown) => e);
     expect((err as Error).message).toContain('access_token=***');
     expect((err as Error).message).not.toContain(TOKEN);
   });
@@ -100,7 +105,9 @@ describe('getJson and send', () => {
 
   it('send: a 4xx is fatal after one request', async () => {
     const s = await server((_req, res) => json(res, 422, { message: 'type code MERIT is disabled' }));
-    const err = await client(s.url).send('POST', '/schools/A1/achievements', { body: {}, ctx: { school: 'A1', endpoint: 'achievements' } }).catch((e: unknown) => e);
+    const err = await client(s.url)
+      .send('POST', '/schools/A1/achievements', { body: {}, ctx: { school: 'A1', endpoint: 'achievements' } })
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'E_VALIDATION' });
     expect((err as Error).message).toContain('MERIT is disabled');
     expect(s.requests).toHaveLength(1);
@@ -122,7 +129,9 @@ describe('allowlist', () => {
     const err = await all(c.paginate('/schools/A9/achievements', { domain: 'api-africa.sandbox.test' })).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'E_DOMAIN_NOT_ALLOWED' });
     await expect(c.getJson('/meta/schools/A9', { domain: 'evil.example' })).rejects.toMatchObject({ code: 'E_DOMAIN_NOT_ALLOWED' });
-    await expect(c.send('POST', '/schools/A9/request-access', { domain: 'evil.example' })).rejects.toMatchObject({ code: 'E_DOMAIN_NOT_ALLOWED' });
+    await expect(c.send('POST', '/schools/A9/request-access', { domain: 'evil.example' })).rejects.toMatchObject({
+      code: 'E_DOMAIN_NOT_ALLOWED',
+    });
     expect(s.requests).toHaveLength(0);
   });
 

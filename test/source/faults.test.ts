@@ -29,7 +29,12 @@ describe('retriable statuses recover', () => {
     it(`${status} on a page is retried and every row arrives once`, async () => {
       const ev: ClientEvent[] = [];
       let s: TestServer;
-      s = await server(twoPages(() => s, (n, res) => (n === 2 || n === 3 ? (json(res, status, { message: 'later' }), true) : false)));
+      s = await server(
+        twoPages(
+          () => s,
+          (n, res) => (n === 2 || n === 3 ? (json(res, status, { message: 'later' }), true) : false),
+        ),
+      );
       const b = await all(client(s.url, ev).paginate('/schools', {}));
       expect(ids(b)).toEqual(['A0', 'A1', 'A2', 'A3', 'A4', 'A5']);
       expect(s.requests).toHaveLength(4);
@@ -76,7 +81,12 @@ describe('bodies cut short', () => {
     const ev: ClientEvent[] = [];
     let s: TestServer;
     const page1 = Buffer.from(JSON.stringify({ data: rows(0, 3), meta: { pagination: { next: 'X', more: true } } }));
-    s = await server(twoPages(() => s, (n, res) => (n === 1 ? (cutShort(res, page1, 0.5), true) : false)));
+    s = await server(
+      twoPages(
+        () => s,
+        (n, res) => (n === 1 ? (cutShort(res, page1, 0.5), true) : false),
+      ),
+    );
     const b = await all(client(s.url, ev).paginate('/schools', {}));
     expect(ids(b)).toEqual(['A0', 'A1', 'A2', 'A3', 'A4', 'A5']);
     expect(s.requests).toHaveLength(3);
@@ -87,14 +97,17 @@ describe('bodies cut short', () => {
     const ev: ClientEvent[] = [];
     let s: TestServer;
     s = await server(
-      twoPages(() => s, (n, res) => {
-        if (n !== 2) return false;
-        const gz = gzipSync(JSON.stringify({ data: rows(3, 3), meta: { pagination: { next: null } } }));
-        const cut = gz.subarray(0, gz.length - 12);
-        res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': cut.length, 'content-type': 'application/json' });
-        res.end(cut);
-        return true;
-      }),
+      twoPages(
+        () => s,
+        (n, res) => {
+          if (n !== 2) return false;
+          const gz = gzipSync(JSON.stringify({ data: rows(3, 3), meta: { pagination: { next: null } } }));
+          const cut = gz.subarray(0, gz.length - 12);
+          res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': cut.length, 'content-type': 'application/json' });
+          res.end(cut);
+          return true;
+        },
+      ),
     );
     const b = await all(client(s.url, ev).paginate('/schools', {}));
     expect(ids(b)).toEqual(['A0', 'A1', 'A2', 'A3', 'A4', 'A5']);
@@ -123,7 +136,9 @@ describe('bodies cut short', () => {
       .getJson('/schools', { ctx: { school: 'A3', endpoint: 'schools' } })
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'E_HTTP_RETRIES' });
-    expect((err as Error).message).toMatch(/^school A3, schools: GET \/v1\.0\/schools: gave up after 3 attempts; last: network error ECONNREFUSED/);
+    expect((err as Error).message).toMatch(
+      /^school A3, schools: GET \/v1\.0\/schools: gave up after 3 attempts; last: network error ECONNREFUSED/,
+    );
     expect(retries(ev)).toHaveLength(2);
   });
 

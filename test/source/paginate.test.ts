@@ -12,18 +12,33 @@ describe('cursor pagination', () => {
       const cursor = req.url.searchParams.get('cursor');
       const n = cursor === 'true' ? 0 : Number(cursor!.slice(1));
       const more = n < 2;
-      json(res, 200, {
-        data: rows(n * 3, 3),
-        meta: {
-          pagination: { next: more ? `${s.url}${req.url.pathname}?cursor=c${n + 1}&per_page=3` : null, more, per_page: 3 },
-          includes: ['students'],
+      json(
+        res,
+        200,
+        {
+          data: rows(n * 3, 3),
+          meta: {
+            pagination: { next: more ? `${s.url}${req.url.pathname}?cursor=c${n + 1}&per_page=3` : null, more, per_page: 3 },
+            includes: ['students'],
+          },
         },
-      }, { date: 'Sun, 22 Nov 2026 01:00:0' + n + ' GMT' });
+        { date: 'Sun, 22 Nov 2026 01:00:0' + n + ' GMT' },
+      );
     });
     const c = client(s.url);
-    const batches = await all(c.paginate('/schools/A1/achievements', { perPage: 3, include: ['students', 'employees'], ctx: { school: 'A1', endpoint: 'achievements' } }));
+    const batches = await all(
+      c.paginate('/schools/A1/achievements', {
+        perPage: 3,
+        include: ['students', 'employees'],
+        ctx: { school: 'A1', endpoint: 'achievements' },
+      }),
+    );
     expect(ids(batches)).toEqual(['A0', 'A1', 'A2', 'A3', 'A4', 'A5', 'A6', 'A7', 'A8']);
-    expect(batches.map((b) => [b.page, b.last, b.final])).toEqual([[1, true, false], [2, true, false], [3, true, true]]);
+    expect(batches.map((b) => [b.page, b.last, b.final])).toEqual([
+      [1, true, false],
+      [2, true, false],
+      [3, true, true],
+    ]);
     expect(batches[0].meta?.includes).toEqual(['students']);
     expect(batches[0].bytes).toBeGreaterThan(0);
     expect(batches[2].serverDate?.toISOString()).toBe('2026-11-22T01:00:02.000Z');
@@ -44,7 +59,10 @@ describe('cursor pagination', () => {
   });
 
   it('stops at next null even when more is absent, and at more=false even when next is set', async () => {
-    for (const pagination of [{ next: null, per_page: 2 }, { next: 'http://127.0.0.1:1/never', more: false }]) {
+    for (const pagination of [
+      { next: null, per_page: 2 },
+      { next: 'http://127.0.0.1:1/never', more: false },
+    ]) {
       const s = await server((_req, res) => json(res, 200, { data: rows(0, 2), meta: { pagination } }));
       const b = await all(client(s.url).paginate('/schools', {}));
       expect(b).toHaveLength(1);
@@ -71,7 +89,9 @@ describe('cursor pagination', () => {
       const more = end < total;
       json(res, 200, {
         data: rows(at, end - at),
-        meta: { pagination: { next: more ? `${s.url}/v1.0/schools?cursor=${end}&per_page=${clamp}` : null, more, per_page: String(clamp) } },
+        meta: {
+          pagination: { next: more ? `${s.url}/v1.0/schools?cursor=${end}&per_page=${clamp}` : null, more, per_page: String(clamp) },
+        },
       });
     });
     const b = await all(client(s.url).paginate('/schools', {}));
@@ -87,7 +107,15 @@ describe('offset pagination', () => {
       const p = Number(req.url.searchParams.get('page') ?? '1');
       json(res, 200, {
         data: rows((p - 1) * 2, 2),
-        meta: { pagination: { current_page: p, more: p < 3, next: p < 3 ? `${s.url}/v1.0/schools?page=${p + 1}&per_page=2` : null, previous: null, per_page: 2 } },
+        meta: {
+          pagination: {
+            current_page: p,
+            more: p < 3,
+            next: p < 3 ? `${s.url}/v1.0/schools?page=${p + 1}&per_page=2` : null,
+            previous: null,
+            per_page: 2,
+          },
+        },
       });
     });
     const b = await all(client(s.url).paginate('/schools', { mode: 'offset', perPage: 2 }));
@@ -107,7 +135,10 @@ describe('pagination protocol errors', () => {
     });
     const seen: string[] = [];
     const err = await (async () => {
-      for await (const b of client(s.url).paginate('/schools/A7/achievements', { perPage: 10, ctx: { school: 'A7', endpoint: 'achievements' } })) {
+      for await (const b of client(s.url).paginate('/schools/A7/achievements', {
+        perPage: 10,
+        ctx: { school: 'A7', endpoint: 'achievements' },
+      })) {
         seen.push(...b.rows.map((r) => (r as { id: string }).id));
       }
     })().catch((e: unknown) => e);
@@ -146,7 +177,10 @@ describe('prefetch', () => {
     const secondAsked = new Promise<void>((r) => (onSecond = r));
     const s = await server((req, res, n) => {
       const at = Number(req.url.searchParams.get('cursor') === 'true' ? 0 : req.url.searchParams.get('cursor'));
-      json(res, 200, { data: rows(at, 2), meta: { pagination: { next: at < 6 ? `${s.url}/v1.0/schools?cursor=${at + 2}` : null, more: at < 6 } } });
+      json(res, 200, {
+        data: rows(at, 2),
+        meta: { pagination: { next: at < 6 ? `${s.url}/v1.0/schools?cursor=${at + 2}` : null, more: at < 6 } },
+      });
       if (n === 2) onSecond();
     });
     const got: string[] = [];

@@ -38,7 +38,9 @@ describe('retry policy', () => {
 
 describe('redaction', () => {
   it('masks credential-like query values and the token in any form', () => {
-    expect(describeUrl(new URL('http://h/v1.0/schools?per_page=5&api_key=abc&token=t1'))).toBe('/v1.0/schools?per_page=5&api_key=***&token=***');
+    expect(describeUrl(new URL('http://h/v1.0/schools?per_page=5&api_key=abc&token=t1'))).toBe(
+      '/v1.0/schools?per_page=5&api_key=***&token=***',
+    );
     const tok = 'abc.DEF-123';
     const basic = Buffer.from(`${tok}:`).toString('base64');
     const out = redactText(`got ${tok}; Authorization: Basic ${basic}; Bearer ${tok}`, tok);

@@ -38,7 +38,11 @@ describe('against the sandbox', () => {
     const seen = new Map<string, number>();
     let pages = 0;
     try {
-      for await (const b of c.paginate(`/schools/${BIG}/achievements`, { domain, include: ['students'], ctx: { school: BIG, endpoint: 'achievements' } })) {
+      for await (const b of c.paginate(`/schools/${BIG}/achievements`, {
+        domain,
+        include: ['students'],
+        ctx: { school: BIG, endpoint: 'achievements' },
+      })) {
         for (const r of b.rows) seen.set(idOf(r), (seen.get(idOf(r)) ?? 0) + 1);
         if (b.last) {
           pages = b.page;
@@ -126,15 +130,19 @@ describe('against the sandbox', () => {
     sb.control.clearRequests();
     try {
       let n = 0;
-      for await (const b of c.paginate('/schools/A1001/achievements', { ctx: { school: 'A1001', endpoint: 'achievements' } })) n += b.rows.length;
+      for await (const b of c.paginate('/schools/A1001/achievements', { ctx: { school: 'A1001', endpoint: 'achievements' } }))
+        n += b.rows.length;
       expect(n).toBe(40);
       sb.control.clearRequests();
       const err = await (async () => {
-        for await (const _ of c.paginate('/schools/A1001/assessment/results', { ctx: { school: 'A1001', endpoint: 'assessment_results' } })) void _;
+        for await (const _ of c.paginate('/schools/A1001/assessment/results', { ctx: { school: 'A1001', endpoint: 'assessment_results' } }))
+          void _;
       })().catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'E_FORBIDDEN', status: 403 });
       const msg = (err as Error).message;
-      expect(msg).toMatch(/^school A1001, assessment_results: GET \/v1\.0\/schools\/A1001\/assessment\/results\?.* → 403 Forbidden .*lacks the scope for this endpoint at this school/);
+      expect(msg).toMatch(
+        /^school A1001, assessment_results: GET \/v1\.0\/schools\/A1001\/assessment\/results\?.* → 403 Forbidden .*lacks the scope for this endpoint at this school/,
+      );
       expect(msg).toContain('(the access token lacks the scope for assessment results)');
       expect(msg).not.toContain(sb.tokens.limited);
       expect(msg).not.toContain('\n');

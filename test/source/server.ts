@@ -17,9 +17,7 @@ export interface TestServer {
 }
 
 /** A node:http server on 127.0.0.1:0 that records every request before handing it to `handler`. */
-export async function startServer(
-  handler: (req: Recorded, res: ServerResponse, n: number) => void | Promise<void>,
-): Promise<TestServer> {
+export async function startServer(handler: (req: Recorded, res: ServerResponse, n: number) => void | Promise<void>): Promise<TestServer> {
   const requests: Recorded[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {

@@ -9,14 +9,27 @@ import { dirSource, dump, SCHEMAS, writeRun } from './fixtures.ts';
 
 const R1 = '20240101T000000Z-0001';
 const R2 = '20240201T000000Z-0002';
-const row = (id: string, points: number, updated: string) => ({ id, points, updated_at: `${updated}T00:00:00.000000Z`, updated_at__timezone: 'UTC' });
+const row = (id: string, points: number, updated: string) => ({
+  id,
+  points,
+  updated_at: `${updated}T00:00:00.000000Z`,
+  updated_at__timezone: 'UTC',
+});
 
 let dir: string;
 let store: S3rverHandle;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'wh-cmd-'));
   await writeRun(join(dir, 'export'), R1, 'parquet', [
-    { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [row('A10', 1, '2024-01-01'), row('A11', 1, '2024-01-01')], achievement_students: [{ achievement_id: 'A10', id: 'A900' }] } },
+    {
+      school: 'A1',
+      resource: 'achievements',
+      mode: 'full',
+      tables: {
+        achievements: [row('A10', 1, '2024-01-01'), row('A11', 1, '2024-01-01')],
+        achievement_students: [{ achievement_id: 'A10', id: 'A900' }],
+      },
+    },
   ]);
   await writeRun(join(dir, 'export'), R2, 'parquet', [
     { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [row('A10', 2, '2024-02-01')] } },
@@ -38,7 +51,13 @@ describe('warehouse commands', () => {
 
     const dbPath = join(dir, 's3.duckdb');
     const progress: string[] = [];
-    const r = await warehouseLoad({ dest: `s3://${store.bucket}/exports`, into: `duckdb:${dbPath}`, s3, tables: SCHEMAS, onProgress: (m) => progress.push(m) });
+    const r = await warehouseLoad({
+      dest: `s3://${store.bucket}/exports`,
+      into: `duckdb:${dbPath}`,
+      s3,
+      tables: SCHEMAS,
+      onProgress: (m) => progress.push(m),
+    });
     expect(r.appliedRuns).toEqual([R1, R2]);
     expect(await dump(dbPath, 'SELECT id, points, _run_id FROM achievements')).toEqual([{ id: 'A10', points: '2', _run_id: R2 }]);
     expect(r.tables.achievement_students).toBe(0); // run 2 sent A10 without students
@@ -46,7 +65,13 @@ describe('warehouse commands', () => {
   });
 
   it('warehouse sql reads manifests from a readable copy and leaves out runs already loaded', async () => {
-    const sql = await warehouseSql({ dialect: 'snowflake', dest: 's3://bucket/exports', manifestsFrom: join(dir, 'export'), after: R1, tables: SCHEMAS });
+    const sql = await warehouseSql({
+      dialect: 'snowflake',
+      dest: 's3://bucket/exports',
+      manifestsFrom: join(dir, 'export'),
+      after: R1,
+      tables: SCHEMAS,
+    });
     expect(sql).toContain(`-- Runs: ${R2}`);
     expect(sql).toContain(`FILES = ('region=uk/school_id=A1/${R2}-0001.parquet')`);
     expect(sql).not.toContain(`${R1}-0001.parquet`);
@@ -55,9 +80,15 @@ describe('warehouse commands', () => {
   });
 
   it('refuses a bad --into and a --dest that is not an export', async () => {
-    await expect(warehouseLoad({ dest: join(dir, 'export'), into: 'sqlite:x.db', tables: SCHEMAS })).rejects.toMatchObject({ code: 'E_CONFIG' });
-    await expect(warehouseLoad({ dest: join(dir, 'nope'), into: `duckdb:${join(dir, 'x.duckdb')}`, tables: SCHEMAS })).rejects.toMatchObject({ code: 'E_CONFIG' });
-    await expect(warehouseLoad({ dest: join(dir, 'export'), into: `duckdb:${join(dir, 'no-such-dir', 'x.duckdb')}`, tables: SCHEMAS })).rejects.toMatchObject({
+    await expect(warehouseLoad({ dest: join(dir, 'export'), into: 'sqlite:x.db', tables: SCHEMAS })).rejects.toMatchObject({
+      code: 'E_CONFIG',
+    });
+    await expect(
+      warehouseLoad({ dest: join(dir, 'nope'), into: `duckdb:${join(dir, 'x.duckdb')}`, tables: SCHEMAS }),
+    ).rejects.toMatchObject({ code: 'E_CONFIG' });
+    await expect(
+      warehouseLoad({ dest: join(dir, 'export'), into: `duckdb:${join(dir, 'no-such-dir', 'x.duckdb')}`, tables: SCHEMAS }),
+    ).rejects.toMatchObject({
       code: 'E_CONFIG',
       message: expect.stringContaining('cannot open the DuckDB database'),
     });

@@ -26,11 +26,29 @@ beforeAll(async () => {
         resource: 'achievements',
         mode: 'full',
         tables: {
-          achievements: [{ id: 'A10', mis_id: '10', type: 'Merit', points: 2, ...at('achievement_date'), ...at('created_at'), ...at('updated_at'), house: 'red' }],
+          achievements: [
+            {
+              id: 'A10',
+              mis_id: '10',
+              type: 'Merit',
+              points: 2,
+              ...at('achievement_date'),
+              ...at('created_at'),
+              ...at('updated_at'),
+              house: 'red',
+            },
+          ],
           achievement_students: [{ achievement_id: 'A10', id: 'A900' }],
         },
       },
-      { school: 'A1234', resource: 'deletions', mode: 'incremental', tables: { deletions: [{ type: 'achievement', id: 'A11', mis_id: '11', ...at('deleted_at'), detected_by: 'api', table: 'achievements' }] } },
+      {
+        school: 'A1234',
+        resource: 'deletions',
+        mode: 'incremental',
+        tables: {
+          deletions: [{ type: 'achievement', id: 'A11', mis_id: '11', ...at('deleted_at'), detected_by: 'api', table: 'achievements' }],
+        },
+      },
     ],
     [],
     tables,

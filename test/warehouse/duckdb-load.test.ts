@@ -64,9 +64,24 @@ async function writeFirstTwoRuns(format: Format): Promise<void> {
       },
     },
     // Same ids at another school: rows are per school.
-    { school: 'A2', resource: 'achievements', mode: 'full', tables: { achievements: [ach('A10', 7, '2024-01-01')], achievement_students: [] } },
+    {
+      school: 'A2',
+      resource: 'achievements',
+      mode: 'full',
+      tables: { achievements: [ach('A10', 7, '2024-01-01')], achievement_students: [] },
+    },
     { school: 'A1', resource: 'school_meta', mode: 'full', tables: { school_meta: [{ online: true, approved: true }] } },
-    { school: 'A1', resource: 'school_permissions', mode: 'full', tables: { school_permissions: [{ identity: 'achievements.read', approved: true }, { identity: 'students.read', approved: true }] } },
+    {
+      school: 'A1',
+      resource: 'school_permissions',
+      mode: 'full',
+      tables: {
+        school_permissions: [
+          { identity: 'achievements.read', approved: true },
+          { identity: 'students.read', approved: true },
+        ],
+      },
+    },
   ]);
   await writeRun(dest, R2, format, [
     {
@@ -74,14 +89,28 @@ async function writeFirstTwoRuns(format: Format): Promise<void> {
       resource: 'achievements',
       mode: 'incremental',
       tables: {
-        achievements: [ach('A10', 5, '2024-02-01', { comment: 'with, "quotes"\nand a newline', details: null }), ach('A13', 4, '2024-02-01', { comment: '', house: 'red' })],
+        achievements: [
+          ach('A10', 5, '2024-02-01', { comment: 'with, "quotes"\nand a newline', details: null }),
+          ach('A13', 4, '2024-02-01', { comment: '', house: 'red' }),
+        ],
         achievement_students: [stu('A10', 'A900')], // A901 no longer attached to A10
       },
     },
-    { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [del('A11', '2024-02-02'), del('A12', '2024-02-02')] } },
+    {
+      school: 'A1',
+      resource: 'deletions',
+      mode: 'incremental',
+      tables: { deletions: [del('A11', '2024-02-02'), del('A12', '2024-02-02')] },
+    },
     { school: 'A1', resource: 'school_meta', mode: 'full', tables: { school_meta: [{ online: false, approved: true }] } },
     // A failed task: even if its files were listed, they must not load.
-    { school: 'A2', resource: 'achievements', mode: 'incremental', status: 'failed', tables: { achievements: [ach('A10', 99, '2024-02-01')] } },
+    {
+      school: 'A2',
+      resource: 'achievements',
+      mode: 'incremental',
+      status: 'failed',
+      tables: { achievements: [ach('A10', 99, '2024-02-01')] },
+    },
   ]);
 }
 
@@ -95,9 +124,17 @@ async function writeLaterRuns(format: Format): Promise<void> {
       school: 'A1',
       resource: 'achievements',
       mode: 'full',
-      tables: { achievements: [ach('A10', 5, '2024-02-01'), ach('A12', 3, '2024-01-01'), ach('A14', 1, '2024-03-15')], achievement_students: [stu('A10', 'A900'), stu('A14', 'A903')] },
+      tables: {
+        achievements: [ach('A10', 5, '2024-02-01'), ach('A12', 3, '2024-01-01'), ach('A14', 1, '2024-03-15')],
+        achievement_students: [stu('A10', 'A900'), stu('A14', 'A903')],
+      },
     },
-    { school: 'A1', resource: 'school_permissions', mode: 'full', tables: { school_permissions: [{ identity: 'achievements.read', approved: true }] } },
+    {
+      school: 'A1',
+      resource: 'school_permissions',
+      mode: 'full',
+      tables: { school_permissions: [{ identity: 'achievements.read', approved: true }] },
+    },
   ]);
 }
 
@@ -116,7 +153,14 @@ describe.each<Format>(['ndjson', 'ndjson.gz', 'csv', 'parquet'])('loadIntoDuckDb
     const achRows = await dump(db, ACH_SQL);
     // A11 deleted; A12 deleted; A10 updated at A1; A2's A10 untouched by A2's failed task; stray A66 absent.
     expect(ids(achRows)).toEqual(['A1/A10', 'A1/A13', 'A2/A10']);
-    expect(achRows[0]).toMatchObject({ points: '5', score: 2.5, comment: 'with, "quotes"\nand a newline', details: null, updated_at: '2024-02-01 00:00:00+00', _run_id: R2 });
+    expect(achRows[0]).toMatchObject({
+      points: '5',
+      score: 2.5,
+      comment: 'with, "quotes"\nand a newline',
+      details: null,
+      updated_at: '2024-02-01 00:00:00+00',
+      _run_id: R2,
+    });
     // An undeclared field (drift) lands in _extra whatever the format.
     expect(achRows[1]).toMatchObject({ comment: '', parents_notified: true, details: '{"p":4}', _extra: '{"house":"red"}' });
     expect(achRows[0]).toMatchObject({ _extra: null });
@@ -147,17 +191,29 @@ describe.each<Format>(['ndjson', 'ndjson.gz', 'csv', 'parquet'])('loadIntoDuckDb
       { _school_id: 'A1', achievement_id: 'A14', id: 'A903', _run_id: R4 },
     ]);
     expect(await dump(db, 'SELECT identity FROM school_permissions ORDER BY ALL')).toEqual([{ identity: 'achievements.read' }]);
-    expect(await dump(db, 'SELECT run_id FROM _school_export_runs WHERE merged_at IS NOT NULL ORDER BY ALL')).toEqual([R1, R2, R3, R4].map((run_id) => ({ run_id })));
+    expect(await dump(db, 'SELECT run_id FROM _school_export_runs WHERE merged_at IS NOT NULL ORDER BY ALL')).toEqual(
+      [R1, R2, R3, R4].map((run_id) => ({ run_id })),
+    );
   });
 });
 
 describe('loadIntoDuckDb rules', () => {
   it('keeps a row updated after its deletion and removes purged schools', async () => {
     await writeRun(dest, R1, 'ndjson', [
-      { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 1, '2024-03-01'), ach('A11', 1, '2024-01-01')] } },
+      {
+        school: 'A1',
+        resource: 'achievements',
+        mode: 'incremental',
+        tables: { achievements: [ach('A10', 1, '2024-03-01'), ach('A11', 1, '2024-01-01')] },
+      },
       { school: 'A2', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 1, '2024-01-01')] } },
       // A10 was deleted before its latest update: the update wins. A11: deleted after, gone.
-      { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [del('A10', '2024-02-01'), del('A11', '2024-02-01')] } },
+      {
+        school: 'A1',
+        resource: 'deletions',
+        mode: 'incremental',
+        tables: { deletions: [del('A10', '2024-02-01'), del('A11', '2024-02-01')] },
+      },
     ]);
     await writeRun(dest, R2, 'ndjson', [], [{ school_id: 'A2', region: 'uk', reason: 'revoked', files_removed: 1 }]);
     await loadIntoDuckDb({ sink: dirSource(dest, { local: true }), dbPath: db, tables: SCHEMAS });
@@ -166,19 +222,34 @@ describe('loadIntoDuckDb rules', () => {
 
   it('brings back a row read again after a snapshot-detected deletion (no restored_at)', async () => {
     await writeRun(dest, R1, 'ndjson', [
-      { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 1, '2024-01-01')] } },
+      {
+        school: 'A1',
+        resource: 'achievements',
+        mode: 'full',
+        tables: { achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 1, '2024-01-01')] },
+      },
     ]);
     // Run 2's snapshot missed A11 (an upstream glitch): the pipeline derived a deletion.
     await writeRun(dest, R2, 'ndjson', [
       { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [ach('A10', 1, '2024-01-01')] } },
-      { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [{ ...del('A11', '2024-02-01'), detected_by: 'snapshot' }] } },
+      {
+        school: 'A1',
+        resource: 'deletions',
+        mode: 'incremental',
+        tables: { deletions: [{ ...del('A11', '2024-02-01'), detected_by: 'snapshot' }] },
+      },
     ]);
     const sink = dirSource(dest, { local: true });
     await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10']);
     // Run 3's snapshot has A11 again, unchanged (same updated_at, older than the deletion).
     await writeRun(dest, R3, 'ndjson', [
-      { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 1, '2024-01-01')] } },
+      {
+        school: 'A1',
+        resource: 'achievements',
+        mode: 'full',
+        tables: { achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 1, '2024-01-01')] },
+      },
     ]);
     await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A11']);
@@ -188,14 +259,34 @@ describe('loadIntoDuckDb rules', () => {
     const bad = async (task: Record<string, unknown>) => {
       await rm(dest, { recursive: true, force: true });
       await mkdir(join(dest, '_manifests'), { recursive: true });
-      const m = { version: 1, run_id: R1, started_at: '', finished_at: '', format: 'ndjson', status: 'ok', deletions: [], tasks: [{ school_id: 'A1', region: 'uk', resource: 'achievements', status: 'committed', mode: 'full', files: [], rows: {}, ...task }] };
+      const m = {
+        version: 1,
+        run_id: R1,
+        started_at: '',
+        finished_at: '',
+        format: 'ndjson',
+        status: 'ok',
+        deletions: [],
+        tasks: [
+          { school_id: 'A1', region: 'uk', resource: 'achievements', status: 'committed', mode: 'full', files: [], rows: {}, ...task },
+        ],
+      };
       await writeFile(join(dest, '_manifests', `${R1}.json`), JSON.stringify(m));
       return loadIntoDuckDb({ sink: dirSource(dest, { local: true }), dbPath: db, tables: SCHEMAS });
     };
     const file = (path: string) => ({ files: [{ table: 'achievements', path, rows: 1, bytes: 1, sha256: '' }] });
-    await expect(bad(file('achievements/../../etc/passwd'))).rejects.toMatchObject({ code: 'E_STATE', message: expect.stringContaining('unsafe') });
-    await expect(bad(file('schools/region=uk/school_id=A1/x.ndjson'))).rejects.toMatchObject({ code: 'E_STATE', message: expect.stringContaining('misplaced') });
-    await expect(bad({ school_id: "A1'); DROP TABLE achievements; --" })).rejects.toMatchObject({ code: 'E_STATE', message: expect.stringContaining('unsafe school id') });
+    await expect(bad(file('achievements/../../etc/passwd'))).rejects.toMatchObject({
+      code: 'E_STATE',
+      message: expect.stringContaining('unsafe'),
+    });
+    await expect(bad(file('schools/region=uk/school_id=A1/x.ndjson'))).rejects.toMatchObject({
+      code: 'E_STATE',
+      message: expect.stringContaining('misplaced'),
+    });
+    await expect(bad({ school_id: "A1'); DROP TABLE achievements; --" })).rejects.toMatchObject({
+      code: 'E_STATE',
+      message: expect.stringContaining('unsafe school id'),
+    });
     expect(await dump(db, 'SELECT count(*)::INT AS n FROM _school_export_runs')).toEqual([{ n: 0 }]);
   });
 
@@ -215,28 +306,51 @@ describe('loadIntoDuckDb rules', () => {
     await writeLaterRuns('ndjson');
     // And a run committed late, older than everything applied, re-sending A13 and A11 stale.
     await writeRun(dest, '20231201T000000Z-0000', 'ndjson', [
-      { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A13', 9, '2023-12-01'), ach('A11', 9, '2023-12-01')], achievement_students: [stu('A13', 'A950')] } },
+      {
+        school: 'A1',
+        resource: 'achievements',
+        mode: 'incremental',
+        tables: { achievements: [ach('A13', 9, '2023-12-01'), ach('A11', 9, '2023-12-01')], achievement_students: [stu('A13', 'A950')] },
+      },
     ]);
     await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
     await loadIntoDuckDb({ sink, dbPath: full, tables: SCHEMAS, keepHistory: true });
     const compacted = await all(db);
     expect(compacted).toEqual(await all(full));
     expect(ids(compacted.ach)).toEqual(['A1/A10', 'A1/A12', 'A1/A14', 'A2/A10']);
-    const rawCount = async (path: string) => (await dump(path, 'SELECT (SELECT count(*) FROM _raw_achievements)::INT AS a, (SELECT count(*) FROM _raw_achievement_students)::INT AS s'))[0];
+    const rawCount = async (path: string) =>
+      (
+        await dump(
+          path,
+          'SELECT (SELECT count(*) FROM _raw_achievements)::INT AS a, (SELECT count(*) FROM _raw_achievement_students)::INT AS s',
+        )
+      )[0];
     // Per key: the latest version and the last run's row; children of kept parent rows only.
     expect(await rawCount(db)).toEqual({ a: 6, s: 3 });
     expect(await rawCount(full)).toEqual({ a: 11, s: 7 });
   });
 
   it('applies runs committed late (a shard that finished after a later run was loaded)', async () => {
-    await writeRun(dest, R2, 'ndjson', [{ school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 2, '2024-02-01')] } }]);
+    await writeRun(dest, R2, 'ndjson', [
+      { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 2, '2024-02-01')] } },
+    ]);
     const sink = dirSource(dest, { local: true });
     await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
-    await writeRun(dest, R1, 'ndjson', [{ school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 1, '2024-01-01')] } }]);
+    await writeRun(dest, R1, 'ndjson', [
+      {
+        school: 'A1',
+        resource: 'achievements',
+        mode: 'incremental',
+        tables: { achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 1, '2024-01-01')] },
+      },
+    ]);
     const r = await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
     expect(r.appliedRuns).toEqual([R1]);
     const rows = await dump(db, ACH_SQL);
-    expect(rows.map((x) => [x.id, x.points])).toEqual([['A10', '2'], ['A11', '1']]);
+    expect(rows.map((x) => [x.id, x.points])).toEqual([
+      ['A10', '2'],
+      ['A11', '1'],
+    ]);
   });
 
   it('loads through a sink without local paths (S3) and refuses a file changed after commit', async () => {
@@ -254,8 +368,16 @@ describe('loadIntoDuckDb rules', () => {
     expect(ids(await dump(streamed, ACH_SQL))).toEqual(['A1/A10', 'A1/A12', 'A1/A14', 'A2/A10']);
     // Overwrite a listed file of run 4 with other content: its checksum no longer matches.
     const rel = `achievements/region=uk/school_id=A1/${R4}-0001.parquet`;
-    await writeTableFile(join(dest, rel), SCHEMAS[0], meta([ach('A66', 6, '2024-04-01')], 'A1', R4, '2024-04-01T00:00:00.000000Z'), 'parquet');
-    await expect(loadIntoDuckDb({ sink: remote, dbPath: db, tables: SCHEMAS })).rejects.toMatchObject({ code: 'E_STATE', message: expect.stringContaining('checksum') });
+    await writeTableFile(
+      join(dest, rel),
+      SCHEMAS[0],
+      meta([ach('A66', 6, '2024-04-01')], 'A1', R4, '2024-04-01T00:00:00.000000Z'),
+      'parquet',
+    );
+    await expect(loadIntoDuckDb({ sink: remote, dbPath: db, tables: SCHEMAS })).rejects.toMatchObject({
+      code: 'E_STATE',
+      message: expect.stringContaining('checksum'),
+    });
     // Run 3 applied, run 4 rolled back as a whole.
     expect(await dump(db, 'SELECT run_id FROM _school_export_runs ORDER BY ALL')).toEqual([R1, R2, R3].map((run_id) => ({ run_id })));
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A12', 'A1/A13', 'A2/A10']);

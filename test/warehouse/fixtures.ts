@@ -18,11 +18,35 @@ const withMeta = (name: string, cols: ColumnDef[], key: string[]): TableSchema =
 });
 
 export const SCHEMAS: TableSchema[] = [
-  withMeta('achievements', [col('id', 'string', false), col('points', 'integer'), col('score', 'double'), col('comment', 'string'), col('parents_notified', 'boolean'), col('details', 'json'), ...ts('updated_at')], ['id']),
+  withMeta(
+    'achievements',
+    [
+      col('id', 'string', false),
+      col('points', 'integer'),
+      col('score', 'double'),
+      col('comment', 'string'),
+      col('parents_notified', 'boolean'),
+      col('details', 'json'),
+      ...ts('updated_at'),
+    ],
+    ['id'],
+  ),
   withMeta('achievement_students', [col('achievement_id', 'string', false), col('id', 'string', false)], ['achievement_id', 'id']),
   withMeta('school_meta', [col('online', 'boolean'), col('approved', 'boolean')], []),
   withMeta('school_permissions', [col('identity', 'string', false), col('approved', 'boolean')], ['identity']),
-  withMeta('deletions', [col('type', 'string', false), col('id', 'string', false), col('mis_id', 'string'), ...ts('deleted_at'), ...ts('restored_at'), col('detected_by', 'string', false), col('table', 'string')], ['type', 'id']),
+  withMeta(
+    'deletions',
+    [
+      col('type', 'string', false),
+      col('id', 'string', false),
+      col('mis_id', 'string'),
+      ...ts('deleted_at'),
+      ...ts('restored_at'),
+      col('detected_by', 'string', false),
+      col('table', 'string'),
+    ],
+    ['type', 'id'],
+  ),
 ];
 
 export type Format = 'ndjson' | 'ndjson.gz' | 'csv' | 'parquet';
@@ -69,7 +93,17 @@ export async function writeRun(
     const status = task.status ?? 'committed';
     mtasks.push({ school_id: task.school, region: 'uk', resource: task.resource, status, mode: task.mode, files, rows: counts });
   }
-  const manifest: Manifest = { version: 1, run_id: runId, started_at: extractedAt, finished_at: extractedAt, format: format === 'ndjson.gz' ? 'ndjson' : format, status: 'ok', tasks: mtasks, deletions: [], purged };
+  const manifest: Manifest = {
+    version: 1,
+    run_id: runId,
+    started_at: extractedAt,
+    finished_at: extractedAt,
+    format: format === 'ndjson.gz' ? 'ndjson' : format,
+    status: 'ok',
+    tasks: mtasks,
+    deletions: [],
+    purged,
+  };
   await mkdir(join(dest, '_manifests'), { recursive: true });
   await writeFile(join(dest, '_manifests', `${runId}.json`), JSON.stringify(manifest, null, 2));
 }
@@ -120,7 +154,14 @@ function toCsv(schema: TableSchema, rows: Row[]): string {
   return [names.join(','), ...rows.map((r) => names.map((n) => cell(r[n])).join(','))].join('\r\n') + '\r\n';
 }
 
-const DUCK_TYPES: Record<ColumnDef['type'], string> = { string: 'VARCHAR', integer: 'BIGINT', double: 'DOUBLE', boolean: 'BOOLEAN', timestamp: 'TIMESTAMPTZ', json: 'VARCHAR' };
+const DUCK_TYPES: Record<ColumnDef['type'], string> = {
+  string: 'VARCHAR',
+  integer: 'BIGINT',
+  double: 'DOUBLE',
+  boolean: 'BOOLEAN',
+  timestamp: 'TIMESTAMPTZ',
+  json: 'VARCHAR',
+};
 
 async function writeParquetWithDuckDb(path: string, schema: TableSchema, ndjson: string): Promise<void> {
   const tmp = `${path}.tmp.ndjson`;
@@ -130,7 +171,9 @@ async function writeParquetWithDuckDb(path: string, schema: TableSchema, ndjson:
   try {
     await c.run("SET TimeZone = 'UTC'");
     const cols = schema.columns.map((x) => `'${x.name}': '${DUCK_TYPES[x.type]}'`).join(', ');
-    await c.run(`COPY (SELECT * FROM read_json('${tmp}', format = 'newline_delimited', columns = {${cols}})) TO '${path}' (FORMAT parquet)`);
+    await c.run(
+      `COPY (SELECT * FROM read_json('${tmp}', format = 'newline_delimited', columns = {${cols}})) TO '${path}' (FORMAT parquet)`,
+    );
   } finally {
     c.closeSync();
     db.closeSync();

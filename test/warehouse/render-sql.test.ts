@@ -29,9 +29,34 @@ const MANIFESTS: Manifest[] = [
     format: 'parquet',
     status: 'partial',
     tasks: [
-      { school_id: 'A1', region: 'uk', resource: 'achievements', status: 'committed', mode: 'incremental', files: [file('achievements', 'A1', '20240201T000000Z-0002', 1)], rows: { achievements: 1 } },
-      { school_id: 'A1', region: 'uk', resource: 'deletions', status: 'committed', mode: 'incremental', files: [file('deletions', 'A1', '20240201T000000Z-0002', 2)], rows: { deletions: 1 } },
-      { school_id: 'A2', region: 'uk', resource: 'achievements', status: 'failed', mode: 'incremental', files: [], rows: {}, error: { code: 'E_HTTP_RETRIES', message: 'x' } },
+      {
+        school_id: 'A1',
+        region: 'uk',
+        resource: 'achievements',
+        status: 'committed',
+        mode: 'incremental',
+        files: [file('achievements', 'A1', '20240201T000000Z-0002', 1)],
+        rows: { achievements: 1 },
+      },
+      {
+        school_id: 'A1',
+        region: 'uk',
+        resource: 'deletions',
+        status: 'committed',
+        mode: 'incremental',
+        files: [file('deletions', 'A1', '20240201T000000Z-0002', 2)],
+        rows: { deletions: 1 },
+      },
+      {
+        school_id: 'A2',
+        region: 'uk',
+        resource: 'achievements',
+        status: 'failed',
+        mode: 'incremental',
+        files: [],
+        rows: {},
+        error: { code: 'E_HTTP_RETRIES', message: 'x' },
+      },
     ],
     deletions: [],
   },
@@ -52,7 +77,15 @@ const MANIFESTS: Manifest[] = [
         files: [file('achievements', 'A1', '20240101T000000Z-0001', 1), file('achievement_students', 'A1', '20240101T000000Z-0001', 2)],
         rows: { achievements: 1, achievement_students: 1 },
       },
-      { school_id: 'A1', region: 'uk', resource: 'school_permissions', status: 'committed', mode: 'full', files: [], rows: { school_permissions: 0 } },
+      {
+        school_id: 'A1',
+        region: 'uk',
+        resource: 'school_permissions',
+        status: 'committed',
+        mode: 'full',
+        files: [],
+        rows: { school_permissions: 0 },
+      },
     ],
     deletions: [],
   },
@@ -98,21 +131,35 @@ function mergeSource(merge: string): string {
 
 describe('renderSql', () => {
   it('BigQuery: parses statement by statement and matches the golden file', async () => {
-    const opts = { dialect: 'bigquery' as const, location: 'gs://bucket/exports/', tables: SCHEMAS, dataset: 'schools_ds', manifests: MANIFESTS };
+    const opts = {
+      dialect: 'bigquery' as const,
+      location: 'gs://bucket/exports/',
+      tables: SCHEMAS,
+      dataset: 'schools_ds',
+      manifests: MANIFESTS,
+    };
     const statements = renderSqlStatements(opts);
     const r = parseAll(statements, 'BigQuery');
     expect(r.checkedOtherwise).toEqual(['CREATE SCHEMA', 'LOAD DATA', 'MERGE']);
     expect(r.parsed).toBe(statements.length - 1 - 3 - 5); // schema, 3 loads, 5 merges
     const sql = renderSql(opts);
     // Exactly the committed files of the manifests, in run order; never the failed task's.
-    expect(sql).toContain("LOAD DATA INTO `schools_ds._raw_achievements` FROM FILES (format = 'PARQUET', uris = ['gs://bucket/exports/achievements/region=uk/school_id=A1/20240101T000000Z-0001-0001.parquet', 'gs://bucket/exports/achievements/region=uk/school_id=A1/20240201T000000Z-0002-0001.parquet'])");
+    expect(sql).toContain(
+      "LOAD DATA INTO `schools_ds._raw_achievements` FROM FILES (format = 'PARQUET', uris = ['gs://bucket/exports/achievements/region=uk/school_id=A1/20240101T000000Z-0001-0001.parquet', 'gs://bucket/exports/achievements/region=uk/school_id=A1/20240201T000000Z-0002-0001.parquet'])",
+    );
     expect(sql).not.toMatch(/\*\.parquet/);
     await expect(sql).toMatchFileSnapshot('golden/bigquery.sql');
   });
 
   it('BigQuery: JSON schema files per table', async () => {
     const files = bigQuerySchemaFiles(buildPlan(SCHEMAS));
-    expect(Object.keys(files)).toEqual(['achievements.json', 'school_meta.json', 'school_permissions.json', 'deletions.json', 'achievement_students.json']);
+    expect(Object.keys(files)).toEqual([
+      'achievements.json',
+      'school_meta.json',
+      'school_permissions.json',
+      'deletions.json',
+      'achievement_students.json',
+    ]);
     const ach = JSON.parse(files['achievements.json']) as { name: string; type: string; mode: string }[];
     expect(ach.find((f) => f.name === 'updated_at')).toEqual({ name: 'updated_at', type: 'TIMESTAMP', mode: 'NULLABLE' });
     expect(ach.find((f) => f.name === '_school_id')).toEqual({ name: '_school_id', type: 'STRING', mode: 'REQUIRED' });
@@ -125,10 +172,14 @@ describe('renderSql', () => {
     const r = parseAll(statements, 'Snowflake');
     expect(r.checkedOtherwise).toEqual(['COPY INTO', 'CREATE STAGE', 'CREATE TABLE (VARIANT)', 'MERGE']);
     const sql = renderSql(opts);
-    expect(sql).toContain("FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE) MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE");
-    expect(sql).toContain("FROM @school_export_stage/achievements/ FILES = ('region=uk/school_id=A1/20240101T000000Z-0001-0001.parquet', 'region=uk/school_id=A1/20240201T000000Z-0002-0001.parquet')");
+    expect(sql).toContain('FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE) MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE');
+    expect(sql).toContain(
+      "FROM @school_export_stage/achievements/ FILES = ('region=uk/school_id=A1/20240101T000000Z-0001-0001.parquet', 'region=uk/school_id=A1/20240201T000000Z-0002-0001.parquet')",
+    );
     // The full tasks of run 1 are snapshots; incremental tasks and the deletions log are not.
-    expect(sql).toContain("VALUES ('20240101T000000Z-0001', 'A1', 'achievements'), ('20240101T000000Z-0001', 'A1', 'achievement_students'), ('20240101T000000Z-0001', 'A1', 'school_permissions')");
+    expect(sql).toContain(
+      "VALUES ('20240101T000000Z-0001', 'A1', 'achievements'), ('20240101T000000Z-0001', 'A1', 'achievement_students'), ('20240101T000000Z-0001', 'A1', 'school_permissions')",
+    );
     expect(sql).toContain('"TABLE" VARCHAR'); // a reserved word as a column name
     await expect(sql).toMatchFileSnapshot('golden/snowflake.sql');
   });
@@ -138,20 +189,40 @@ describe('renderSql', () => {
     try {
       const a = (id: string, points: number, day: string) => ({ id, points, updated_at: `2024-01-${day}T00:00:00.000000Z`, house: 'red' });
       await writeRun(join(dir, 'x'), '20240101T000000Z-0001', 'parquet', [
-        { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [a('A10', 1, '01'), a('A11', 1, '01')], achievement_students: [{ achievement_id: 'A10', id: 'A900' }] } },
+        {
+          school: 'A1',
+          resource: 'achievements',
+          mode: 'incremental',
+          tables: { achievements: [a('A10', 1, '01'), a('A11', 1, '01')], achievement_students: [{ achievement_id: 'A10', id: 'A900' }] },
+        },
       ]);
       await writeRun(join(dir, 'x'), '20240102T000000Z-0002', 'csv', [
         { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [a('A10', 2, '02')] } },
-        { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [{ type: 'achievement', id: 'A11', deleted_at: '2024-01-02T00:00:00.000000Z', detected_by: 'api', table: 'achievements' }] } },
+        {
+          school: 'A1',
+          resource: 'deletions',
+          mode: 'incremental',
+          tables: {
+            deletions: [
+              { type: 'achievement', id: 'A11', deleted_at: '2024-01-02T00:00:00.000000Z', detected_by: 'api', table: 'achievements' },
+            ],
+          },
+        },
       ]);
       const db = join(dir, 'r.duckdb');
       const inst = await DuckDBInstance.create(db);
       const c = await inst.connect();
-      const manifests = await Promise.all(['20240101T000000Z-0001', '20240102T000000Z-0002'].map(async (r) => JSON.parse(await readFile(join(dir, 'x', '_manifests', `${r}.json`), 'utf8')) as Manifest));
+      const manifests = await Promise.all(
+        ['20240101T000000Z-0001', '20240102T000000Z-0002'].map(
+          async (r) => JSON.parse(await readFile(join(dir, 'x', '_manifests', `${r}.json`), 'utf8')) as Manifest,
+        ),
+      );
       for (const s of renderSqlStatements({ dialect: 'duckdb', location: join(dir, 'x'), tables: SCHEMAS, manifests })) await c.run(s);
       c.closeSync();
       inst.closeSync();
-      expect(await dump(db, 'SELECT id, points, _extra::VARCHAR AS x FROM achievements')).toEqual([{ id: 'A10', points: '2', x: '{"house":"red"}' }]);
+      expect(await dump(db, 'SELECT id, points, _extra::VARCHAR AS x FROM achievements')).toEqual([
+        { id: 'A10', points: '2', x: '{"house":"red"}' },
+      ]);
       expect(await dump(db, 'SELECT count(*)::INT AS n FROM achievement_students')).toEqual([{ n: 0 }]);
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -162,11 +233,25 @@ describe('renderSql', () => {
     const many = (n: number): Manifest => ({
       ...MANIFESTS[1],
       run_id: '20240301T000000Z-0003',
-      tasks: [{ school_id: 'A1', region: 'uk', resource: 'achievements', status: 'committed', mode: 'incremental', files: Array.from({ length: n }, (_, i) => file('achievements', 'A1', '20240301T000000Z-0003', i + 1)), rows: {} }],
+      tasks: [
+        {
+          school_id: 'A1',
+          region: 'uk',
+          resource: 'achievements',
+          status: 'committed',
+          mode: 'incremental',
+          files: Array.from({ length: n }, (_, i) => file('achievements', 'A1', '20240301T000000Z-0003', i + 1)),
+          rows: {},
+        },
+      ],
     });
-    const copies = renderSqlStatements({ dialect: 'snowflake', location: 's3://bkt/x', tables: SCHEMAS, manifests: [many(2500)] }).filter((s) => s.startsWith('COPY INTO'));
+    const copies = renderSqlStatements({ dialect: 'snowflake', location: 's3://bkt/x', tables: SCHEMAS, manifests: [many(2500)] }).filter(
+      (s) => s.startsWith('COPY INTO'),
+    );
     expect(copies.map((s) => s.split('.parquet').length - 1)).toEqual([1000, 1000, 500]);
-    const loads = renderSqlStatements({ dialect: 'bigquery', location: 'gs://bkt/x', tables: SCHEMAS, manifests: [many(12000)] }).filter((s) => s.startsWith('LOAD DATA'));
+    const loads = renderSqlStatements({ dialect: 'bigquery', location: 'gs://bkt/x', tables: SCHEMAS, manifests: [many(12000)] }).filter(
+      (s) => s.startsWith('LOAD DATA'),
+    );
     // ~85-character URIs: the statement size cap splits before the 10,000-URI cap does.
     const counts = loads.map((s) => s.split('.parquet').length - 1);
     expect(counts.reduce((a, b) => a + b)).toBe(12000);

@@ -25,7 +25,20 @@ describe('webhooks serve (CLI)', () => {
     await writeFile(secretFile, SECRET + '\n', { mode: 0o600 });
     const child = spawn(
       process.execPath,
-      ['bin/run-ts.js', 'test/webhooks/fixtures/cli.mts', 'webhooks', 'serve', '--dest', dest, '--secret-file', secretFile, '--port', '0', '--token-dir', join(root, 'tokens')],
+      [
+        'bin/run-ts.js',
+        'test/webhooks/fixtures/cli.mts',
+        'webhooks',
+        'serve',
+        '--dest',
+        dest,
+        '--secret-file',
+        secretFile,
+        '--port',
+        '0',
+        '--token-dir',
+        join(root, 'tokens'),
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stderr = '';
@@ -43,7 +56,18 @@ describe('webhooks serve (CLI)', () => {
     const ready = await listening;
     expect(ready.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/webhooks\/<secret>$/);
     const url = ready.url.replace('<secret>', SECRET);
-    const r = await post(url, JSON.stringify({ payload_type: 'schoolApproved', school_id: 'A42', school_name: 'S', school_token: 'tok-CLI-999', school_la_code: '1', school_urn: '2', school_establishment_number: '3' }));
+    const r = await post(
+      url,
+      JSON.stringify({
+        payload_type: 'schoolApproved',
+        school_id: 'A42',
+        school_name: 'S',
+        school_token: 'tok-CLI-999',
+        school_la_code: '1',
+        school_urn: '2',
+        school_establishment_number: '3',
+      }),
+    );
     expect(r.status).toBe(200);
     const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
@@ -67,7 +91,11 @@ describe('webhooks serve (CLI)', () => {
     const warnings: string[] = [];
     expect(readSecretFile(f, (w) => warnings.push(w))).toBe('abc');
     expect(warnings[0]).toMatch(/chmod 600/);
-    expect(JSON.parse(logLine({ event: 'webhook', school_id: 'A1' }, false))).toMatchObject({ event: 'webhook', school_id: 'A1', at: expect.any(String) });
+    expect(JSON.parse(logLine({ event: 'webhook', school_id: 'A1' }, false))).toMatchObject({
+      event: 'webhook',
+      school_id: 'A1',
+      at: expect.any(String),
+    });
     expect(logLine({ event: 'webhook', reason: 'a\u001bb' }, true)).toMatch(/^\d\d:\d\d:\d\d webhook reason=a\uFFFDb\n$/);
   });
 });

@@ -10,16 +10,49 @@ describe('validateEvent', () => {
     const r = validateEvent({ payload_type: 'accessDeclined', school_id: 'A12', ...ident, decline_reason: 'no', extra: { deep: 1 } });
     expect(r).toEqual({ ok: true, event: { payload_type: 'accessDeclined', school_id: 'A12', ...ident, decline_reason: 'no' } });
     expect(validateEvent({ payload_type: 'writeback', writeback_id: 'w', status: 'SUCCESS', type: 'attendance.session' }).ok).toBe(true);
-    expect(validateEvent({ payload_type: 'schoolMigration', school_id: 'A1', school_name: 's', migrate_from: 'a', migrate_to: 'b', scheduled_at: '2026-11-20 09:00:00', completed_at: null }).ok).toBe(true);
+    expect(
+      validateEvent({
+        payload_type: 'schoolMigration',
+        school_id: 'A1',
+        school_name: 's',
+        migrate_from: 'a',
+        migrate_to: 'b',
+        scheduled_at: '2026-11-20 09:00:00',
+        completed_at: null,
+      }).ok,
+    ).toBe(true);
   });
 
   it('reads integer identifiers as text and a null token as absent', () => {
-    const r = validateEvent({ payload_type: 'schoolApproved', school_id: 'A1', school_name: 's', school_la_code: 201, school_urn: 100001, school_establishment_number: '3001', school_token: null });
-    expect(r.ok && r.event).toEqual({ payload_type: 'schoolApproved', school_id: 'A1', school_name: 's', school_la_code: '201', school_urn: '100001', school_establishment_number: '3001' });
+    const r = validateEvent({
+      payload_type: 'schoolApproved',
+      school_id: 'A1',
+      school_name: 's',
+      school_la_code: 201,
+      school_urn: 100001,
+      school_establishment_number: '3001',
+      school_token: null,
+    });
+    expect(r.ok && r.event).toEqual({
+      payload_type: 'schoolApproved',
+      school_id: 'A1',
+      school_name: 's',
+      school_la_code: '201',
+      school_urn: '100001',
+      school_establishment_number: '3001',
+    });
   });
 
   it('lists every problem', () => {
-    const r = validateEvent({ payload_type: 'schoolApproved', school_id: 'A1/..', school_name: null, school_la_code: 1.5, school_urn: '1', school_establishment_number: '2', school_token: 'has space' });
+    const r = validateEvent({
+      payload_type: 'schoolApproved',
+      school_id: 'A1/..',
+      school_name: null,
+      school_la_code: 1.5,
+      school_urn: '1',
+      school_establishment_number: '2',
+      school_token: 'has space',
+    });
     expect(r.ok).toBe(false);
     expect(!r.ok && r.problems.map((p) => p.split(':')[0])).toEqual(['school_id', 'school_name', 'school_la_code', 'school_token']);
     expect(validateEvent(null).ok).toBe(false);

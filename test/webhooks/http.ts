@@ -47,7 +47,11 @@ export function post(
     (async () => {
       for (const p of parts) {
         if (req.destroyed) return;
-        if (!req.write(p)) await new Promise<void>((r) => { req.once('drain', r); req.once('close', r); });
+        if (!req.write(p))
+          await new Promise<void>((r) => {
+            req.once('drain', r);
+            req.once('close', r);
+          });
       }
       if (!req.destroyed) req.end();
     })();

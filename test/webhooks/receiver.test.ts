@@ -70,7 +70,12 @@ async function snapshot(): Promise<Record<string, string>> {
 
 async function allText(): Promise<string> {
   const snap = await snapshot();
-  return Object.entries(snap).filter(([k]) => !k.startsWith('tokens/')).map(([k, v]) => k + v).join('\n') + JSON.stringify(logs);
+  return (
+    Object.entries(snap)
+      .filter(([k]) => !k.startsWith('tokens/'))
+      .map(([k, v]) => k + v)
+      .join('\n') + JSON.stringify(logs)
+  );
 }
 
 describe('webhook receiver: payloads acted on', () => {
@@ -81,9 +86,15 @@ describe('webhook receiver: payloads acted on', () => {
     expect(r.json.ok).toBe(true);
     const ev = await events();
     expect(ev).toHaveLength(1);
-    expect(ev[0]).toMatchObject({ payload_type: 'writeback', status: 'applied', event: { writeback_id: 'wb-77', status: 'SUCCESS', type: 'attendance.session' } });
+    expect(ev[0]).toMatchObject({
+      payload_type: 'writeback',
+      status: 'applied',
+      event: { writeback_id: 'wb-77', status: 'SUCCESS', type: 'attendance.session' },
+    });
     expect(ev[0]!.id).toBe(r.json.id);
-    expect(logs).toContainEqual(expect.objectContaining({ event: 'webhook', payload_type: 'writeback', writeback_id: 'wb-77', status: 'SUCCESS' }));
+    expect(logs).toContainEqual(
+      expect.objectContaining({ event: 'webhook', payload_type: 'writeback', writeback_id: 'wb-77', status: 'SUCCESS' }),
+    );
     // a redelivered writeback changes nothing
     const before = await snapshot();
     const again = await send({ payload_type: 'writeback', writeback_id: 'wb-77', status: 'SUCCESS', type: 'attendance.session' });
@@ -96,7 +107,13 @@ describe('webhook receiver: payloads acted on', () => {
     const r = await send(approved());
     expect(r.status).toBe(200);
     const d = (await readDirective(sink, 'A1001'))!;
-    expect(d).toMatchObject({ version: 1, school_id: 'A1001', force_full_seq: 1, deactivated: null, token_file: join(tokenDir, 'school_id=A1001.token') });
+    expect(d).toMatchObject({
+      version: 1,
+      school_id: 'A1001',
+      force_full_seq: 1,
+      deactivated: null,
+      token_file: join(tokenDir, 'school_id=A1001.token'),
+    });
     const st = await stat(d.token_file!);
     expect(st.mode & 0o777).toBe(0o600);
     expect((await readFile(d.token_file!, 'utf8')).trim()).toBe(TOKEN);
@@ -172,7 +189,12 @@ describe('webhook receiver: payloads acted on', () => {
     const manifests = left.filter((p) => /^_manifests\/\d{8}T\d{6}\.\d{3}Z-purge-[0-9a-f]{4}\.json$/.test(p));
     expect(manifests).toHaveLength(1);
     const m = JSON.parse((await sink.read(manifests[0]!))!.toString()) as Manifest;
-    expect(m).toMatchObject({ version: 1, status: 'ok', tasks: [], purged: [{ school_id: 'A1001', region: 'uk', reason: 'accessDeclined: Not now', files_removed: 4 }] });
+    expect(m).toMatchObject({
+      version: 1,
+      status: 'ok',
+      tasks: [],
+      purged: [{ school_id: 'A1001', region: 'uk', reason: 'accessDeclined: Not now', files_removed: 4 }],
+    });
     expect((await readDirective(sink, 'A1001'))!.deactivated).toMatchObject({ reason: 'Not now' });
   });
 
@@ -182,12 +204,22 @@ describe('webhook receiver: payloads acted on', () => {
     const r = await send({ payload_type: 'accessRevoked', school_id: 'A5', ...ident, revoke_reason: 'r' });
     expect(r.status).toBe(200);
     expect(await sink.list('achievements/')).toEqual(['achievements/region=uk/school_id=A5/x.parquet']);
-    expect((await readDirective(sink, 'A5'))!.deactivated).toMatchObject({ reason: 'r', event: expect.stringMatching(/^accessRevoked [0-9a-f]{12}$/) });
+    expect((await readDirective(sink, 'A5'))!.deactivated).toMatchObject({
+      reason: 'r',
+      event: expect.stringMatching(/^accessRevoked [0-9a-f]{12}$/),
+    });
   });
 
   it('schoolMigration: scheduled is recorded only, completed forces a full refresh', async () => {
     await start();
-    const base = { payload_type: 'schoolMigration', school_id: 'A7', school_name: 'S', migrate_from: 'MIS-A', migrate_to: 'MIS-B', scheduled_at: '2026-11-20T09:00:00Z' };
+    const base = {
+      payload_type: 'schoolMigration',
+      school_id: 'A7',
+      school_name: 'S',
+      migrate_from: 'MIS-A',
+      migrate_to: 'MIS-B',
+      scheduled_at: '2026-11-20T09:00:00Z',
+    };
     expect((await send({ ...base, completed_at: null })).status).toBe(200);
     expect((await readDirective(sink, 'A7'))!.force_full_seq).toBe(0);
     expect((await send({ ...base, completed_at: '2026-11-21T10:30:00+00:00' })).status).toBe(200);
@@ -205,7 +237,10 @@ describe('webhook receiver: payloads acted on', () => {
       void start({
         log: orig,
         runPipeline: 'pipelines/x.json',
-        runCommand: (id) => ({ cmd: process.execPath, args: ['-e', `require('fs').appendFileSync(${JSON.stringify(outFile)}, process.argv[1] + '\\n')`, id] }),
+        runCommand: (id) => ({
+          cmd: process.execPath,
+          args: ['-e', `require('fs').appendFileSync(${JSON.stringify(outFile)}, process.argv[1] + '\\n')`, id],
+        }),
       }).then(() => send(approved()));
     });
     expect(await exited).toMatchObject({ event: 'run_exit', school_id: 'A1001', code: 0 });
@@ -222,13 +257,38 @@ describe('webhook receiver: bad requests change nothing', () => {
     ['GET', () => post(rx!.url, '', { method: 'GET', contentType: null }), 405],
     ['text/plain', () => post(rx!.url, JSON.stringify(approved()), { contentType: 'text/plain' }), 415],
     ['oversized (declared)', () => post(rx!.url, JSON.stringify(approved({ school_name: 'x'.repeat(70_000) }))), 413],
-    ['oversized (chunked)', () => post(rx!.url, Array.from({ length: 20 }, () => Buffer.alloc(4096, 0x20)), { chunked: true }), 413],
+    [
+      'oversized (chunked)',
+      () =>
+        post(
+          rx!.url,
+          Array.from({ length: 20 }, () => Buffer.alloc(4096, 0x20)),
+          { chunked: true },
+        ),
+      413,
+    ],
     ['unknown payload type', () => post(rx!.url, JSON.stringify({ ...approved(), payload_type: 'schoolExploded' })), 422],
     ['not an object', () => post(rx!.url, '[1,2]'), 422],
     ['unsafe school id', () => post(rx!.url, JSON.stringify(approved({ school_id: '../A1' }))), 422],
     ['field of the wrong type', () => post(rx!.url, JSON.stringify(approved({ school_name: 5 }))), 422],
     ['missing reason', () => post(rx!.url, JSON.stringify({ payload_type: 'accessRevoked', school_id: 'A1', ...ident })), 422],
-    ['bad completed_at', () => post(rx!.url, JSON.stringify({ payload_type: 'schoolMigration', school_id: 'A1', school_name: 's', migrate_from: 'a', migrate_to: 'b', scheduled_at: '2026-01-01T00:00:00Z', completed_at: 'soon' })), 422],
+    [
+      'bad completed_at',
+      () =>
+        post(
+          rx!.url,
+          JSON.stringify({
+            payload_type: 'schoolMigration',
+            school_id: 'A1',
+            school_name: 's',
+            migrate_from: 'a',
+            migrate_to: 'b',
+            scheduled_at: '2026-01-01T00:00:00Z',
+            completed_at: 'soon',
+          }),
+        ),
+      422,
+    ],
   ];
   for (const [name, fn, status] of cases) {
     it(`${name} → ${status}`, async () => {
@@ -251,7 +311,9 @@ describe('webhook receiver: bad requests change nothing', () => {
     const before = await snapshot();
     const u = new URL(rx!.url);
     const sock = connect(Number(u.port), u.hostname, () => {
-      sock.write(`POST ${u.pathname} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{"payload_type":"writeback",`);
+      sock.write(
+        `POST ${u.pathname} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{"payload_type":"writeback",`,
+      );
       sock.destroy();
     });
     expect(await seen).toMatchObject({ status: 400, reason: 'body incomplete' });
@@ -267,7 +329,9 @@ describe('webhook receiver: bad requests change nothing', () => {
 
   it('refuses a weak secret and a token dir inside the destination', async () => {
     await expect(startWebhookReceiver({ sink, secret: 'short' })).rejects.toThrow(/16 to 256/);
-    await expect(startWebhookReceiver({ sink, secret: SECRET, tokenDir: join(destDir, 'tokens') })).rejects.toThrow(/inside the export destination/);
+    await expect(startWebhookReceiver({ sink, secret: SECRET, tokenDir: join(destDir, 'tokens') })).rejects.toThrow(
+      /inside the export destination/,
+    );
     await expect(startWebhookReceiver({ sink, secret: SECRET, tokenDir: root })).rejects.toThrow(/contains the export destination/);
   });
 });

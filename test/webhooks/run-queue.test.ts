@@ -14,7 +14,10 @@ describe('run queue', () => {
 
   it('one run per school at a time; approvals meanwhile queue exactly one more', async () => {
     const log: any[] = [];
-    const q = new RunQueue((id) => ({ cmd: process.execPath, args: ['-e', `process.exit(${id === 'A2' ? 3 : 0})`] }), (e) => log.push(e));
+    const q = new RunQueue(
+      (id) => ({ cmd: process.execPath, args: ['-e', `process.exit(${id === 'A2' ? 3 : 0})`] }),
+      (e) => log.push(e),
+    );
     q.request('A1');
     q.request('A1'); // the first is certainly still running: no event can run between these calls
     q.request('A1');
@@ -29,7 +32,10 @@ describe('run queue', () => {
 
   it('a command that cannot start is logged, not thrown', async () => {
     const log: any[] = [];
-    const q = new RunQueue(() => ({ cmd: '/nonexistent/school-export', args: [] }), (e) => log.push(e));
+    const q = new RunQueue(
+      () => ({ cmd: '/nonexistent/school-export', args: [] }),
+      (e) => log.push(e),
+    );
     q.request('A9');
     await q.idle('A9');
     expect(log.at(-1)).toMatchObject({ event: 'run_exit', school_id: 'A9', code: null, error: expect.stringMatching(/ENOENT/) });

@@ -30,7 +30,10 @@ afterAll(async () => {
 describe('webhook receiver on S3', () => {
   it('approve then revoke with purge', async () => {
     const ident = { school_name: 'S', school_la_code: '1', school_urn: '2', school_establishment_number: '3' };
-    const ok = await post(rx.url, JSON.stringify({ payload_type: 'schoolApproved', school_id: 'A77', ...ident, school_token: 'tok-S3-secret' }));
+    const ok = await post(
+      rx.url,
+      JSON.stringify({ payload_type: 'schoolApproved', school_id: 'A77', ...ident, school_token: 'tok-S3-secret' }),
+    );
     expect(ok.status).toBe(200);
     expect((await readDirective(sink, 'A77'))!.force_full_seq).toBe(1);
 
@@ -43,7 +46,9 @@ describe('webhook receiver on S3', () => {
     expect(left.filter((p) => p.includes('school_id=A77') && !p.startsWith('_state/_'))).toEqual([]);
     expect(left).toContain('achievements/region=uk/school_id=A78/r-0001.parquet');
     const manifest = left.find((p) => /^_manifests\/.*-purge-/.test(p))!;
-    expect(JSON.parse((await sink.read(manifest))!.toString()).purged).toEqual([{ school_id: 'A77', region: 'uk', reason: 'accessRevoked: gone', files_removed: 2 }]);
+    expect(JSON.parse((await sink.read(manifest))!.toString()).purged).toEqual([
+      { school_id: 'A77', region: 'uk', reason: 'accessRevoked: gone', files_removed: 2 },
+    ]);
     for (const p of left) expect((await sink.read(p))!.toString()).not.toContain('tok-S3-secret');
   });
 });

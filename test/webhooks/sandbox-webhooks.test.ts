@@ -19,7 +19,13 @@ beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'wh-sbx-'));
   await mkdir(join(root, 'dest'));
   sink = new LocalSink(join(root, 'dest'));
-  rx = await startWebhookReceiver({ sink, secret: 'sandbox-secret-0123456789', tokenDir: join(root, 'tokens'), purgeOnRevoke: true, log: (e) => logs.push(e) });
+  rx = await startWebhookReceiver({
+    sink,
+    secret: 'sandbox-secret-0123456789',
+    tokenDir: join(root, 'tokens'),
+    purgeOnRevoke: true,
+    log: (e) => logs.push(e),
+  });
   sb = await startSandbox({ webhookUrl: rx.url, achievementsPerSchool: 5 });
 });
 afterAll(async () => {
@@ -74,7 +80,9 @@ describe('sandbox webhooks into the receiver', () => {
 
     const recs = await records();
     expect(recs.find((r) => r.payload_type === 'writeback')!.event).toMatchObject({ writeback_id: wb, status: 'SUCCESS' });
-    expect(new Set(recs.map((r) => r.payload_type))).toEqual(new Set(['schoolApproved', 'accessRevoked', 'accessDeclined', 'schoolMigration', 'writeback']));
+    expect(new Set(recs.map((r) => r.payload_type))).toEqual(
+      new Set(['schoolApproved', 'accessRevoked', 'accessDeclined', 'schoolMigration', 'writeback']),
+    );
     expect(recs.every((r) => r.status === 'applied')).toBe(true);
     // every delivery the sandbox made was accepted
     expect(sb.control.webhooks().map((w) => w.status)).toEqual(sb.control.webhooks().map(() => 200));
