@@ -76,7 +76,7 @@ async function updateReadme(path: string, r: Results, text: string): Promise<voi
   const a = readme.indexOf(START);
   const b = readme.indexOf(END);
   if (a < 0 || b < a) throw new Error(`${path}: no ${START} ... ${END} block to replace`);
-  let free = '';
+  let free: string;
   try {
     free = execSync('free -g').toString().trim();
   } catch {

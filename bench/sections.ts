@@ -3,7 +3,6 @@
  * (sandbox process, s3rver process), runs exports as child processes, and returns plain figures.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSandboxProc, runChild, type SandboxProc } from './procs.ts';
 import type { ChildArgs, ChildResult } from './child-types.ts';

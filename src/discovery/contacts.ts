@@ -21,7 +21,7 @@ export interface AccessContact {
 // pragmatic address check: one @, a local part without spaces, a dotted domain of valid labels
 const EMAIL_RE = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@(?=.{1,253}$)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
 const PHONE_RE = /^\+?[0-9 ()\-.]{5,30}$/;
-// eslint-disable-next-line no-control-regex
+
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function isValidEmail(s: string): boolean {

@@ -13,10 +13,14 @@ export interface SchoolSummary {
   domain: string;
 }
 
+/** API objects read field by field, where a missing or null field is simply shown as empty. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- optional chaining through JSON of unshown shape
+export type LooseJson = Record<string, any>;
+
 const text = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
 
 export function schoolSummary(school: unknown): SchoolSummary {
-  const s = (school ?? {}) as Record<string, any>;
+  const s = (school ?? {}) as LooseJson;
   return {
     id: text(s.id),
     name: text(s.name),
@@ -28,7 +32,6 @@ export function schoolSummary(school: unknown): SchoolSummary {
   };
 }
 
-// eslint-disable-next-line no-control-regex
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 export function terminalSafe(s: string): string {
   return s.replace(UNSAFE, (c) => (c === '\n' || c === '\r' || c === '\t' ? ' ' : '\uFFFD'));
@@ -117,7 +120,7 @@ export interface SchoolDetails {
 /** Applied permissions grouped by their `group`, groups and identities sorted. */
 export function groupPermissions(list: unknown[]): Record<string, PermissionView[]> {
   const groups = new Map<string, PermissionView[]>();
-  for (const p of list as Record<string, any>[]) {
+  for (const p of list as LooseJson[]) {
     const g = text(p?.group) || '(no group)';
     const view = {
       identity: text(p?.identity),
@@ -153,7 +156,7 @@ const yesNo = (v: unknown) => (v === true ? 'yes' : v === false ? 'no' : 'unknow
 
 export function renderDetails(d: SchoolDetails): string {
   const s = schoolSummary(d.school);
-  const school = d.school as Record<string, any>;
+  const school = d.school as LooseJson;
   const lines = [
     `${s.id}  ${s.name}`,
     `  region ${s.region} (${s.domain})   la_code ${s.la_code}   establishment ${s.establishment_number}   urn ${s.urn}`,

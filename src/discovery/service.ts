@@ -3,7 +3,7 @@ import { ApiError, ExportError } from '../errors.ts';
 import { assertSafeId } from '../ids.ts';
 import type { AccessContact } from './contacts.ts';
 import { buildListQuery, SCHOOL_LISTS, type ListFilters, type SchoolListName } from './lists.ts';
-import { groupPermissions, summarizeAcl, type SchoolDetails } from './render.ts';
+import { groupPermissions, summarizeAcl, type LooseJson, type SchoolDetails } from './render.ts';
 
 /**
  * Discovery and access calls (spec 4.2, 4.3). Lists and the school itself come from the default
@@ -25,12 +25,12 @@ export async function* listSchools(
 }
 
 /** An item URL answers the object itself; meta resources answer { data }. Accept either. */
-function unwrap(body: unknown): any {
-  if (body && typeof body === 'object' && 'data' in body && !('id' in body)) return (body as { data: unknown }).data;
-  return body;
+function unwrap(body: unknown): LooseJson | undefined {
+  if (body && typeof body === 'object' && 'data' in body && !('id' in body)) return (body as { data: LooseJson }).data;
+  return body as LooseJson | undefined;
 }
 
-export async function getSchool(client: ApiClient, id: string): Promise<Record<string, any>> {
+export async function getSchool(client: ApiClient, id: string): Promise<LooseJson> {
   assertSafeId(id);
   const { body } = await client.getJson(`/schools/${id}`, { ctx: { school: id, endpoint: '/schools/{id}' } });
   const school = unwrap(body);
@@ -40,7 +40,7 @@ export async function getSchool(client: ApiClient, id: string): Promise<Record<s
   return school;
 }
 
-export function domainOf(school: Record<string, any>): string | undefined {
+export function domainOf(school: LooseJson): string | undefined {
   const d = school.region?.domain;
   return typeof d === 'string' && d ? d : undefined;
 }

@@ -30,7 +30,6 @@ const FIXED_RE = /^([+-])(\d{2}):?(\d{2})$/;
 function zoneOf(name: string): Zone | null {
   let z = zones.get(name);
   if (z !== undefined) return z;
-  z = null;
   const m = FIXED_RE.exec(name);
   if (name === 'UTC' || name === 'Z' || name === 'Etc/UTC' || name === 'GMT') {
     z = { fmt: null, fixed: 0, years: new Map(), last: null, hours: new Map() };

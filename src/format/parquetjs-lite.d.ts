@@ -10,6 +10,7 @@ declare module 'parquetjs-lite' {
   }
   export class ParquetSchema {
     constructor(fields: Record<string, ParquetFieldOptions>);
+    readonly fields: Record<string, unknown>;
   }
   export interface ParquetWriterOptions {
     rowGroupSize?: number;

@@ -34,6 +34,6 @@ export function pick<T>(list: readonly T[], h: number): T {
 export function hexOf(text: string, seed: number): string {
   let h = hashInt(0x70c3, seed);
   for (let k = 0; k < text.length; k++) h = mix(h, text.charCodeAt(k));
-  let h2 = mix(h, 0xabc);
+  const h2 = mix(h, 0xabc);
   return h.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
 }

@@ -64,6 +64,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const regions: SandboxRegion[] = [];
   try {
     for (const [k, region] of REGIONS.entries()) {
+      // eslint-disable-next-line prefer-const -- assigned once the port is known, read later by the handler
       let listener: Listener | undefined;
       const server = createServer(
         { keepAliveTimeout: 5000 },

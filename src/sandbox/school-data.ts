@@ -243,11 +243,9 @@ export class SchoolData {
   // --- mutations -------------------------------------------------------------------------
 
   update(r: ResourceName, i: number, patch: Rec = {}, links?: Record<string, number[]>): void {
-    const clean = { ...patch };
-    delete clean.id;
-    delete clean.updated_at;
     // Includes are relations, not fields: they change through `links` only.
-    if (r === 'achievements') for (const k of ['students', 'employees']) delete clean[k];
+    const { id: _id, updated_at: _updated, ...fields } = patch;
+    const clean = r === 'achievements' ? (({ students: _s, employees: _e, ...rest }) => rest)(fields) : fields;
     this.cols[r].touch(i, { updated: this.tick(), patch: clean, ...(links ? { links } : {}) });
     this.changed(r);
   }

@@ -5,7 +5,7 @@ import { ExportError } from '../errors.ts';
  * Relative paths reach the file system and S3 keys from the pipeline; the ids inside them are
  * validated upstream (src/ids.ts), and this is the last check before any byte is written.
  */
-// eslint-disable-next-line no-control-regex
+
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function refuse(relPath: string, why: string): never {

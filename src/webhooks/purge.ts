@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Sink } from '../sink/types.ts';
 import type { Manifest } from '../manifest/types.ts';

@@ -11,7 +11,7 @@
  * offers fault injection (UploadPart answers 500 from a given part number on) and request
  * counters, driven over the IPC channel.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

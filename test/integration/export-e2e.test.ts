@@ -63,13 +63,13 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
 
   it('incremental runs after updates, deletions, restorations and additions (some during paging) converge', async () => {
     const [a, b] = schools;
-    const ach = await sb.control.records(a!.id, 'achievements');
+    const ach = sb.control.records(a!.id, 'achievements');
     const ids = ach.map((r) => (r as { id: string }).id);
-    await sb.control.update(a!.id, 'achievements', ids[3]!, { comment: 'changed, with "quotes", commas\nand =formula' });
-    await sb.control.remove(a!.id, 'achievements', ids[4]!);
-    await sb.control.remove(a!.id, 'achievements', ids[5]!);
-    await sb.control.restore(a!.id, 'achievements', ids[5]!);
-    await sb.control.add(b!.id, 'achievements', 3);
+    sb.control.update(a!.id, 'achievements', ids[3]!, { comment: 'changed, with "quotes", commas\nand =formula' });
+    sb.control.remove(a!.id, 'achievements', ids[4]!);
+    sb.control.remove(a!.id, 'achievements', ids[5]!);
+    sb.control.restore(a!.id, 'achievements', ids[5]!);
+    sb.control.add(b!.id, 'achievements', 3);
 
     const second = await runExport(sandboxConfig(sb, tmp.dir, { format, snapshot_every_hours: 0 }), { token: sb.tokens.full });
     expect(second.failures).toEqual([]);
@@ -84,10 +84,10 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
     sb.control.latency(15);
     const run = runExport(sandboxConfig(sb, tmp.dir, { format, per_page: 20, full_refresh: true }), { token: sb.tokens.full });
     await new Promise((r) => setTimeout(r, 150));
-    await sb.control.update(a!.id, 'achievements', ids[1]!, { comment: 'changed during the run (behind the cursor)' });
-    await sb.control.update(a!.id, 'achievements', ids[ids.length - 2]!, { comment: 'changed during the run (ahead)' });
-    await sb.control.remove(a!.id, 'achievements', ids[ids.length - 3]!);
-    await sb.control.add(a!.id, 'achievements', 2);
+    sb.control.update(a!.id, 'achievements', ids[1]!, { comment: 'changed during the run (behind the cursor)' });
+    sb.control.update(a!.id, 'achievements', ids[ids.length - 2]!, { comment: 'changed during the run (ahead)' });
+    sb.control.remove(a!.id, 'achievements', ids[ids.length - 3]!);
+    sb.control.add(a!.id, 'achievements', 2);
     const third = await run;
     sb.control.latency(0);
     expect(third.failures).toEqual([]);

@@ -45,7 +45,7 @@ describe('faults', () => {
   it('truncated-gzip sends half a gzip body', async () => {
     sb.control.fault({ kind: 'truncated-gzip' });
     const r = await new Promise<{ headers: any; body: Buffer }>((resolve, reject) => {
-      import('node:http').then(({ get }) =>
+      void import('node:http').then(({ get }) =>
         get(url(), { headers: { authorization: `Bearer ${sb.tokens.full}`, 'accept-encoding': 'gzip' } }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c) => chunks.push(c));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiClient, type ClientEvent, type PageBatch } from '../../src/source/client.ts';
+import { ApiClient, type ClientEvent } from '../../src/source/client.ts';
 import { ApiError } from '../../src/errors.ts';
 import { all, json, rows, useClientHarness } from './server.ts';
 

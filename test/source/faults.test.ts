@@ -28,8 +28,7 @@ describe('retriable statuses recover', () => {
   for (const status of [500, 502, 503, 504, 423, 429]) {
     it(`${status} on a page is retried and every row arrives once`, async () => {
       const ev: ClientEvent[] = [];
-      let s: TestServer;
-      s = await server(
+      const s: TestServer = await server(
         twoPages(
           () => s,
           (n, res) => (n === 2 || n === 3 ? (json(res, status, { message: 'later' }), true) : false),
@@ -79,9 +78,8 @@ describe('Retry-After', () => {
 describe('bodies cut short', () => {
   it('connection reset mid-body: the page is fetched again, rows once', async () => {
     const ev: ClientEvent[] = [];
-    let s: TestServer;
     const page1 = Buffer.from(JSON.stringify({ data: rows(0, 3), meta: { pagination: { next: 'X', more: true } } }));
-    s = await server(
+    const s: TestServer = await server(
       twoPages(
         () => s,
         (n, res) => (n === 1 ? (cutShort(res, page1, 0.5), true) : false),
@@ -95,8 +93,7 @@ describe('bodies cut short', () => {
 
   it('truncated gzip body (complete at the HTTP level) is retried', async () => {
     const ev: ClientEvent[] = [];
-    let s: TestServer;
-    s = await server(
+    const s: TestServer = await server(
       twoPages(
         () => s,
         (n, res) => {

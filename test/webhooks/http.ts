@@ -44,7 +44,7 @@ export function post(
     req.on('error', (e) => {
       if (!settled) reject(e);
     });
-    (async () => {
+    void (async () => {
       for (const p of parts) {
         if (req.destroyed) return;
         if (!req.write(p))
