@@ -23,7 +23,12 @@ export interface ManifestTask {
   school_id: string;
   region: string;
   resource: string; // resource name ('achievements'); its child tables' files are listed under it too
-  status: 'committed' | 'failed' | 'skipped';
+  /**
+   * committed: files durable and listed (loaders apply them). failed: error, no files, state untouched.
+   * skipped: not attempted (school inactive, domain not allowed, revoked). interrupted: the run was
+   * stopped (SIGINT/SIGTERM) while the task ran; not_started: stopped before the task began.
+   */
+  status: 'committed' | 'failed' | 'skipped' | 'interrupted' | 'not_started';
   /** full: every row of the resource for this school was read (a snapshot: rows of this (school, table)
    * not in it are gone upstream); incremental: only rows with updated_at after `updated_after`. */
   mode: 'full' | 'incremental';
@@ -32,7 +37,33 @@ export interface ManifestTask {
   files: ManifestFile[];
   rows: Record<string, number>; // table -> rows written
   drift_fields?: Record<string, string[]>; // table -> undeclared fields seen (kept in NDJSON keys / _extra)
+  /**
+   * A long full read commits in pieces (checkpoints), possibly across runs (a killed or failed task
+   * resumes from its saved cursor). Every piece of such a read carries this. Loaders apply each
+   * piece's rows, and the snapshot semantics of `mode: 'full'` only on the piece with `final: true`,
+   * where the snapshot is identified by `snapshot` (the run id of the attempt that began the read):
+   * rows of this (school, table) last seen before that run are gone upstream.
+   * The identity of a task entry is (run_id, school_id, resource, checkpoint.seq ?? 0).
+   */
+  checkpoint?: { snapshot: string; seq: number; final: boolean };
+  /**
+   * Columns that were null in this task's rows because the token lacked the property's scope
+   * (table -> columns). Loaders must not let such a null replace a value read with the scope for
+   * the same row version (same key and updated_at).
+   */
+  scope_masked?: Record<string, string[]>;
   error?: { code: string; message: string };
+}
+
+/** What the personal-data policy did to the values written (docs/personal-data.md). */
+export interface PersonalDataRecord {
+  person_id: 'keep' | 'pseudonymise';
+  direct_identifier: 'keep' | 'pseudonymise' | 'drop';
+  free_text: 'keep' | 'drop';
+  /** Per-column overrides as configured: "table.column" -> action. */
+  columns?: Record<string, 'keep' | 'pseudonymise' | 'drop'>;
+  /** A fingerprint of the pseudonymisation key (never the key): files with different ones do not join. */
+  key_id?: string;
 }
 
 export interface Manifest {
@@ -43,8 +74,12 @@ export interface Manifest {
   format: 'ndjson' | 'csv' | 'parquet';
   format_options?: Record<string, unknown>;
   shard?: { index: number; count: number };
-  status: 'ok' | 'partial' | 'running'; // partial: some task failed (its files are not listed); running: a part
+  /** ok: every task committed. partial: some task failed or was skipped. interrupted: stopped by a
+   * signal. failed: the run could not proceed (its tasks say why). running: this is a part file. */
+  status: 'ok' | 'partial' | 'interrupted' | 'failed' | 'running';
   part?: number; // on part files: the part's sequence number
+  /** The personal-data policy the run applied (absent: every value kept as read). */
+  personal_data?: PersonalDataRecord;
   tasks: ManifestTask[];
   /** Deletions read in this run (also written as rows of the `deletions` table, whose files are listed in tasks). */
   deletions: {
