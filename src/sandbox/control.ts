@@ -1,11 +1,11 @@
 /**
- * The control surface tests, the demo and the benchmark use to look at and change the sandbox:
- * in process (SandboxControl) and over HTTP under /_control (controlHttp), same operations.
+ * The control surface tests, the demo and the benchmark use to look at and change the sandbox,
+ * in process. The same operations over HTTP under /_control live in control-http.ts.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ACCESS_STATES, type AccessState } from './fixtures.ts';
-import { FAULT_KINDS, type FaultRule } from './faults.ts';
-import { HttpError, readJson, sendError, sendJson, tokenOf } from './http-util.ts';
+import type { FaultRule } from './faults.ts';
+import { checkMatch, type Hold, type RequestHook, type RequestMatch } from './hooks.ts';
+import { HttpError } from './http-util.ts';
 import { resourceName, type Rec, type ResourceName, type SchoolData } from './school-data.ts';
 import type { WebhookDelivery } from './webhooks.ts';
 import type { RequestLogEntry, SchoolState, World } from './world.ts';
@@ -28,7 +28,15 @@ export interface SandboxControl {
   clearFaults(): void;
   latency(ms: number): void;
   requests(): RequestLogEntry[];
+  /** Empties the request log and starts counting pages (for hold/onRequest) from 1 again. */
   clearRequests(): void;
+  /**
+   * Holds the first request matching `match` before it is answered, until `release()`.
+   * `reached` resolves (with the request) when it arrives. See docs/sandbox.md "Mid-run events".
+   */
+  hold(match: RequestMatch): Hold;
+  /** Runs (and awaits) `fn` before answering every matching request; returns the unsubscribe function. */
+  onRequest(match: RequestMatch, fn: RequestHook): () => void;
   webhooks(): WebhookDelivery[];
   /** Resolves once every webhook queued so far was attempted. */
   flushWebhooks(): Promise<void>;
@@ -37,6 +45,15 @@ export interface SandboxControl {
 }
 
 const FULL = { full: true };
+
+function checkedMatch(m: RequestMatch): RequestMatch {
+  try {
+    checkMatch(m);
+  } catch (e) {
+    throw new HttpError(400, (e as Error).message);
+  }
+  return m;
+}
 
 export function createControl(world: World): SandboxControl {
   const school = (id: string): SchoolState => {
@@ -118,78 +135,19 @@ export function createControl(world: World): SandboxControl {
       world.latencyMs = ms;
     },
     requests: () => world.log.map((e) => ({ ...e })),
-    clearRequests: () => void world.log.splice(0),
+    clearRequests() {
+      world.log.splice(0);
+      world.hooks.resetCounts();
+    },
+    hold(match) {
+      return world.hooks.hold(checkedMatch(match));
+    },
+    onRequest(match, fn) {
+      return world.hooks.on(checkedMatch(match), fn);
+    },
     webhooks: () => world.webhooks.deliveries.map((d) => ({ ...d })),
     flushWebhooks: () => world.webhooks.flush(),
     clock: () => world.now(),
     now: () => world.now(),
-  };
-}
-
-type Route = [string, RegExp, (c: SandboxControl, m: string[], body: Rec) => unknown];
-const S = '/_control/schools/(A\\d+)';
-const CONTROL_ROUTES: Route[] = [
-  ['GET', /^\/_control\/clock$/, (c) => ({ now: c.now().toISOString() })],
-  ['GET', /^\/_control\/requests$/, (c) => ({ data: c.requests() })],
-  ['DELETE', /^\/_control\/requests$/, (c) => (c.clearRequests(), { success: true })],
-  ['GET', /^\/_control\/webhooks$/, async (c) => (await c.flushWebhooks(), { data: c.webhooks() })],
-  ['POST', /^\/_control\/faults$/, (c, _m, b) => (c.fault(faultFromJson(b)), { success: true })],
-  ['DELETE', /^\/_control\/faults$/, (c) => (c.clearFaults(), { success: true })],
-  ['PUT', /^\/_control\/latency$/, (c, _m, b) => (c.latency(Number(b.ms)), { success: true })],
-  [
-    'PUT',
-    new RegExp(`^${S}/access$`),
-    async (c, [id], b) => (await c.setAccess(id, b.state as AccessState), { success: true, state: b.state }),
-  ],
-  ['POST', new RegExp(`^${S}/migrate$`), async (c, [id], b) => (await c.migrate(id, b.phase as 'scheduled'), { success: true })],
-  [
-    'POST',
-    new RegExp(`^${S}/writeback$`),
-    (c, [id], b) => ({ writeback_id: c.writeback(id, typeof b.type === 'string' ? b.type : undefined) }),
-  ],
-  ['GET', new RegExp(`^${S}/([a-z_]+)$`), (c, [id, r]) => ({ data: c.records(id, r) })],
-  ['POST', new RegExp(`^${S}/([a-z_]+)$`), (c, [id, r], b) => ({ ids: c.add(id, r, Number(b.n ?? 1)) })],
-  [
-    'GET',
-    new RegExp(`^${S}/([a-z_]+)/([^/]+)$`),
-    (c, [id, r, item]) => {
-      const v = c.get(id, r, item);
-      if (!v) throw new HttpError(404, `no ${r} ${item}`);
-      return { data: v };
-    },
-  ],
-  ['PATCH', new RegExp(`^${S}/([a-z_]+)/([^/]+)$`), (c, [id, r, item], b) => ({ data: c.update(id, r, item, b) })],
-  ['DELETE', new RegExp(`^${S}/([a-z_]+)/([^/]+)$`), (c, [id, r, item]) => ({ data: c.remove(id, r, item) })],
-  ['POST', new RegExp(`^${S}/([a-z_]+)/([^/]+)/restore$`), (c, [id, r, item]) => ({ data: c.restore(id, r, item) })],
-];
-
-function faultFromJson(b: Rec): FaultRule {
-  if (!FAULT_KINDS.includes(b.kind as never)) throw new HttpError(400, `kind must be one of ${FAULT_KINDS.join(', ')}`);
-  const rule: FaultRule = { kind: b.kind as FaultRule['kind'] };
-  if (b.times !== undefined) rule.times = Number(b.times);
-  if (typeof b.path === 'string') rule.path = b.path;
-  if (typeof b.pathRegex === 'string') rule.path = new RegExp(b.pathRegex);
-  if (typeof b.retryAfter === 'number' || typeof b.retryAfter === 'string') rule.retryAfter = b.retryAfter;
-  if (b.delayMs !== undefined) rule.delayMs = Number(b.delayMs);
-  if (typeof b.region === 'string') rule.region = b.region;
-  return rule;
-}
-
-export function controlHttp(world: World, control: SandboxControl) {
-  return async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> => {
-    try {
-      if (tokenOf(req) !== world.fullToken) throw new HttpError(401, 'the control API needs the full sandbox token');
-      for (const [method, re, fn] of CONTROL_ROUTES) {
-        const m = re.exec(url.pathname.replace(/\/+$/, ''));
-        if (!m || method !== req.method) continue;
-        const body = req.method === 'GET' || req.method === 'DELETE' ? {} : ((await readJson(req)) as Rec);
-        if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'body must be a JSON object');
-        return sendJson(req, res, 200, await fn(control, m.slice(1), body));
-      }
-      throw new HttpError(404, `no control route ${req.method} ${url.pathname}`);
-    } catch (e) {
-      if (e instanceof HttpError) return sendError(req, res, e);
-      throw e;
-    }
   };
 }

@@ -5,13 +5,15 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { controlHttp, createControl, type SandboxControl } from './control.ts';
+import { createControl, type SandboxControl } from './control.ts';
+import { controlHttp } from './control-http.ts';
 import { REGIONS } from './fixtures.ts';
 import { requestHandler, type Listener } from './router.ts';
 import { World } from './world.ts';
 
 export type { SandboxControl } from './control.ts';
 export type { FaultRule, FaultKind } from './faults.ts';
+export type { Hold, RequestHook, RequestInfo, RequestMatch } from './hooks.ts';
 export type { AccessState } from './fixtures.ts';
 export type { RequestLogEntry } from './world.ts';
 export type { WebhookDelivery } from './webhooks.ts';
@@ -93,6 +95,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     control,
     close() {
       closing ??= (async () => {
+        world.hooks.releaseAll();
         await world.webhooks.flush();
         await Promise.all(servers.map((s) => closeServer(s)));
       })();

@@ -77,6 +77,10 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
   world.log.push(entry);
   res.on('finish', () => (entry.status = res.statusCode));
 
+  // Hooks first: a test that holds "page 3" sees it before any fault or latency applies to it.
+  const info = world.hooks.describe(entry.method, entry.path, l.region.code, entry.host);
+  if (world.hooks.active) await world.hooks.run(info);
+
   const fault = world.faults.take(entry.path, l.region.code);
   if (fault?.kind === 'reset') {
     req.socket.destroy();

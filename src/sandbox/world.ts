@@ -5,6 +5,7 @@
  */
 import { buildSchools, isApproved, type AccessState, type SchoolDef } from './fixtures.ts';
 import { FaultQueue } from './faults.ts';
+import { RequestHooks } from './hooks.ts';
 import { hexOf } from './hash.ts';
 import { SchoolData, type Scope } from './school-data.ts';
 import { WebhookSender } from './webhooks.ts';
@@ -48,6 +49,7 @@ export class World {
   readonly fullToken: string;
   readonly limitedToken: string;
   readonly faults = new FaultQueue();
+  readonly hooks = new RequestHooks();
   readonly log: RequestLogEntry[] = [];
   readonly webhooks: WebhookSender;
   latencyMs: number;
