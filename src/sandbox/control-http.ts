@@ -64,11 +64,17 @@ const CONTROL_ROUTES: Route[] = [
   ['GET', /^\/_control\/webhooks$/, async (c) => (await c.flushWebhooks(), { data: c.webhooks() })],
   ['POST', /^\/_control\/faults$/, (c, _m, b) => (c.fault(faultFromJson(b)), { success: true })],
   ['DELETE', /^\/_control\/faults$/, (c) => (c.clearFaults(), { success: true })],
+  ['POST', /^\/_control\/cursors\/invalidate$/, (c) => (c.invalidateCursors(), { success: true })],
   ['PUT', /^\/_control\/latency$/, (c, _m, b) => (c.latency(Number(b.ms)), { success: true })],
   [
     'PUT',
     new RegExp(`^${S}/access$`),
     async (c, [id], b) => (await c.setAccess(id, b.state as AccessState), { success: true, state: b.state }),
+  ],
+  [
+    'PUT',
+    new RegExp(`^${S}/inactive$`),
+    (c, [id], b) => (c.setInactive(id, b.inactive as boolean), { success: true, inactive: b.inactive }),
   ],
   ['POST', new RegExp(`^${S}/migrate$`), async (c, [id], b) => (await c.migrate(id, b.phase as 'scheduled'), { success: true })],
   [

@@ -22,11 +22,18 @@ export interface SandboxControl {
   restore(schoolId: string, resource: string, id: string): Rec | null;
   add(schoolId: string, resource: string, n: number): string[];
   setAccess(schoolId: string, state: AccessState): Promise<void>;
+  /**
+   * Marks a school inactive (true) or active again (false): every path under /schools/{id}/ and
+   * /meta/schools/{id} answers 423 school_inactive; its access state and discovery lists are unchanged.
+   */
+  setInactive(schoolId: string, inactive: boolean): void;
   migrate(schoolId: string, phase: 'scheduled' | 'completed'): Promise<void>;
   writeback(schoolId: string, type?: string): string;
   fault(rule: FaultRule): void;
   clearFaults(): void;
   latency(ms: number): void;
+  /** Every cursor issued before this call answers 400 (code cursor_expired) when used; new walks work. */
+  invalidateCursors(): void;
   requests(): RequestLogEntry[];
   /** Empties the request log and starts counting pages (for hold/onRequest) from 1 again. */
   clearRequests(): void;
@@ -117,6 +124,10 @@ export function createControl(world: World): SandboxControl {
       if (!ACCESS_STATES.includes(state)) throw new HttpError(400, `state must be one of ${ACCESS_STATES.join(', ')}`);
       return world.setAccess(school(schoolId), state);
     },
+    setInactive(schoolId, inactive) {
+      if (typeof inactive !== 'boolean') throw new HttpError(400, 'inactive must be true or false');
+      school(schoolId).inactive = inactive;
+    },
     migrate(schoolId, phase) {
       if (phase !== 'scheduled' && phase !== 'completed') throw new HttpError(400, 'phase must be scheduled or completed');
       return world.migrate(school(schoolId), phase);
@@ -133,6 +144,9 @@ export function createControl(world: World): SandboxControl {
     latency(ms) {
       if (!Number.isFinite(ms) || ms < 0) throw new HttpError(400, 'latency must be a non-negative number of ms');
       world.latencyMs = ms;
+    },
+    invalidateCursors() {
+      world.cursorEpoch++;
     },
     requests: () => world.log.map((e) => ({ ...e })),
     clearRequests() {

@@ -27,6 +27,8 @@ export interface SandboxOptions {
   updatedAfterZone?: 'UTC' | 'Europe/London';
   webhookUrl?: string;
   latencyMs?: number;
+  /** Cursors older than this (server clock) answer 400 cursor_expired; default: they never expire. */
+  cursorMaxAgeMs?: number;
   host?: string;
   port?: number;
 }
@@ -49,6 +51,7 @@ export interface Sandbox {
 export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
   const schools = opts.schools ?? 6;
   if (!Number.isInteger(schools) || schools < 0 || schools > 8999) throw new Error('schools must be an integer from 0 to 8999');
+  if (opts.cursorMaxAgeMs !== undefined && !(opts.cursorMaxAgeMs >= 0)) throw new Error('cursorMaxAgeMs must be a non-negative number');
   const world = new World({
     seed: opts.seed ?? 1,
     schools,
@@ -58,6 +61,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     naiveZone: opts.updatedAfterZone ?? 'UTC',
     latencyMs: opts.latencyMs ?? 0,
     webhookUrl: opts.webhookUrl,
+    cursorMaxAgeMs: opts.cursorMaxAgeMs,
   });
   const control = createControl(world);
   const onControl = controlHttp(world, control);

@@ -5,12 +5,13 @@ import { HttpError, readJson } from './http-util.ts';
 import { KIND, makeId } from './record-ids.ts';
 import { dateParam, gateSchool, listReply, requireFull, type Handler, type Reply } from './route-kit.ts';
 import type { Scope } from './school-data.ts';
+import { PROPERTY_PERMISSIONS, maskedProperties, propertyIdentity } from './scopes.ts';
 import { dt } from './time.ts';
 import type { SchoolState } from './world.ts';
 
 export function renderSchool(s: SchoolState, scope: Scope): Record<string, unknown> {
   const identifiers = { la_code: s.laCode, establishment_number: s.establishmentNumber, urn: s.urn };
-  return {
+  const out: Record<string, unknown> = {
     id: s.id,
     name: s.name,
     establishment_number: s.establishmentNumber,
@@ -18,11 +19,13 @@ export function renderSchool(s: SchoolState, scope: Scope): Record<string, unkno
     phase_of_education: s.phase,
     la_code: s.laCode,
     timezone: s.showTimezone ? s.zone : null,
-    mis: scope.full ? s.mis : null,
+    mis: s.mis,
     address: s.address,
     extended: s.extended,
     region: { code: s.region.code, domain: s.region.domain, school_url: `https://${s.region.domain}/v1.0/schools/${s.id}`, identifiers },
   };
+  for (const k of maskedProperties(scope, 'schools')) out[k] = null;
+  return out;
 }
 
 type ListName = 'approved' | 'all' | AccessState;
@@ -98,29 +101,19 @@ export const oneSchool: Handler = (ctx, [id]) => {
 
 export const schoolMeta: Handler = (ctx, [id]) => {
   const s = gateSchool(ctx, id, 'item', false)!;
-  return {
-    body: {
-      data: {
-        online: s.state !== 'offline',
-        approved: isApproved(s.state) || s.state === 'offline',
-        audited: s.state === 'audited',
-        custom_attendance_codes: ctx.scope.full ? s.ord % 2 === 0 : null,
-      },
-    },
+  const data: Record<string, unknown> = {
+    online: s.state !== 'offline',
+    approved: isApproved(s.state) || s.state === 'offline',
+    audited: s.state === 'audited',
+    custom_attendance_codes: s.ord % 2 === 0,
   };
+  for (const k of maskedProperties(ctx.scope, 'school_meta')) data[k] = null;
+  return { body: { data } };
 };
 
 const PERMISSIONS = [
   { identity: 'schools.read', name: 'Read school', group: 'School', parent: null, optional: false, full: false },
   { identity: 'achievements.read', name: 'Read achievements', group: 'Achievements', parent: null, optional: false, full: false },
-  {
-    identity: 'achievements.comment.read',
-    name: 'Read achievement comments',
-    group: 'Achievements',
-    parent: 'achievements.read',
-    optional: true,
-    full: true,
-  },
   {
     identity: 'achievements.write',
     name: 'Create and edit achievements',
@@ -154,6 +147,15 @@ const PERMISSIONS = [
     full: true,
   },
   { identity: 'acl.read', name: 'Read the access control list', group: 'School', parent: null, optional: true, full: true },
+  // Property permissions: the limited token lacks them, so it reads those properties as null.
+  ...PROPERTY_PERMISSIONS.map((p) => ({
+    identity: propertyIdentity(p),
+    name: p.name,
+    group: p.group,
+    parent: p.parent,
+    optional: true,
+    full: true,
+  })),
 ];
 
 export const schoolPermissions: Handler = (ctx, [id]) => {

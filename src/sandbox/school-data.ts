@@ -12,6 +12,7 @@ import { KIND, makeId, parseId } from './record-ids.ts';
 import { EMPLOYEES_PER_SCHOOL, STUDENTS_PER_SCHOOL, renderEmployee, renderStudent, type PersonCtx } from './people.ts';
 import { ATTRIBUTES_PER_SCHOOL, achievementBase, attributeFields, type AchievementCtx } from './achievements.ts';
 import * as A from './assessment.ts';
+import { maskedProperties } from './scopes.ts';
 import type { Micros } from './time.ts';
 
 export { RESOURCES, resourceName, type ResourceName } from './resource-names.ts';
@@ -134,7 +135,7 @@ export class SchoolData {
       const b = achievementBase(ctx ?? this.achievementCtx(), i);
       out = b.fields;
       if (patch) for (const k in patch) out[k] = patch[k];
-      if (!scope.full) out.comment = null;
+      for (const k of maskedProperties(scope, 'achievements')) out[k] = null;
       if (includes.size === 0) return out;
       const links = this.cols.achievements.entry(i)?.links;
       if (includes.has('students')) out.students = { data: this.embedded.objectsOf('students', links?.students ?? b.students) };
@@ -198,7 +199,7 @@ export class SchoolData {
     const entry = this.cols.achievements.entry(i);
     const out = b.fields;
     if (entry?.patch) for (const k in entry.patch) out[k] = entry.patch[k];
-    if (!scope.full) out.comment = null;
+    for (const k of maskedProperties(scope, 'achievements')) out[k] = null;
     const text = JSON.stringify(out);
     if (includes.size === 0) return text;
     let more = '';

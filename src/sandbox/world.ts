@@ -6,6 +6,7 @@
 import { buildSchools, isApproved, type AccessState, type SchoolDef } from './fixtures.ts';
 import { FaultQueue } from './faults.ts';
 import { RequestHooks } from './hooks.ts';
+import type { CursorPolicy } from './paginate.ts';
 import { hexOf } from './hash.ts';
 import { SchoolData, type Scope } from './school-data.ts';
 import { WebhookSender } from './webhooks.ts';
@@ -13,6 +14,8 @@ import { isoMicros, type Micros } from './time.ts';
 
 export interface SchoolState extends SchoolDef {
   updated: Micros;
+  /** control.setInactive: every path under the school answers 423, whatever its access state. */
+  inactive: boolean;
   migration: { scheduledAt: Micros; completedAt: Micros | null; from: string; to: string } | null;
   data?: SchoolData;
 }
@@ -40,6 +43,7 @@ export interface WorldOptions {
   naiveZone: string;
   latencyMs: number;
   webhookUrl?: string;
+  cursorMaxAgeMs?: number;
 }
 
 export class World {
@@ -53,12 +57,14 @@ export class World {
   readonly log: RequestLogEntry[] = [];
   readonly webhooks: WebhookSender;
   latencyMs: number;
+  /** Cursors carry the epoch they were issued in; invalidateCursors() bumps it. */
+  cursorEpoch = 0;
   private last: Micros = 0;
   private writebacks = 0;
 
   constructor(readonly opts: WorldOptions) {
     const start = Date.parse('2024-01-01T00:00:00Z') * 1000;
-    this.schools = buildSchools(opts.schools).map((d) => ({ ...d, updated: start + d.ord * 1_000_000, migration: null }));
+    this.schools = buildSchools(opts.schools).map((d) => ({ ...d, updated: start + d.ord * 1_000_000, inactive: false, migration: null }));
     for (const s of this.schools) this.byId.set(s.id, s);
     this.fullToken = `sbx_full_${hexOf('full', opts.seed)}`;
     this.limitedToken = `sbx_limited_${hexOf('limited', opts.seed)}`;
@@ -77,6 +83,10 @@ export class World {
 
   now(): Date {
     return new Date(Math.max(Date.now(), Math.floor(this.last / 1000)));
+  }
+
+  cursorPolicy(): CursorPolicy {
+    return { epoch: this.cursorEpoch, maxAgeMs: this.opts.cursorMaxAgeMs, nowMs: this.now().getTime() };
   }
 
   data(s: SchoolState): SchoolData {
