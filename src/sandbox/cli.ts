@@ -1,11 +1,14 @@
 /** `school-export sandbox`: serve the sandbox until SIGINT/SIGTERM, printing how to reach it. */
-import { startSandbox, type Sandbox } from './index.ts';
+import { startSandbox, type ItemEnvelope, type RegionMode, type Sandbox } from './index.ts';
 
 export interface SandboxCommandOptions {
   port?: number;
   seed?: number;
   schools?: number;
   achievements?: number;
+  itemEnvelope?: ItemEnvelope;
+  regionMode?: RegionMode;
+  cursorMaxAgeMs?: number;
 }
 
 /** The banner the command prints (sandbox tokens are fake, so printing them is fine). */
@@ -27,6 +30,9 @@ export async function runSandboxCommand(opts: SandboxCommandOptions): Promise<vo
     seed: opts.seed,
     schools: opts.schools,
     achievementsPerSchool: opts.achievements,
+    itemEnvelope: opts.itemEnvelope,
+    regionMode: opts.regionMode,
+    cursorMaxAgeMs: opts.cursorMaxAgeMs,
   });
   process.stdout.write(describeSandbox(sb) + '\n');
   await new Promise<void>((resolve) => {

@@ -9,7 +9,7 @@ import type { Hold, RequestInfo, RequestMatch } from './hooks.ts';
 import { HttpError, readJson, sendError, sendJson, tokenOf } from './http-util.ts';
 import type { SandboxControl } from './control.ts';
 import type { Rec } from './school-data.ts';
-import type { World } from './world.ts';
+import type { ItemEnvelope, RegionMode, World } from './world.ts';
 
 /** Holds made over HTTP, by id: GET tells whether the request arrived, DELETE releases it. */
 class HttpHolds {
@@ -65,6 +65,8 @@ const CONTROL_ROUTES: Route[] = [
   ['POST', /^\/_control\/faults$/, (c, _m, b) => (c.fault(faultFromJson(b)), { success: true })],
   ['DELETE', /^\/_control\/faults$/, (c) => (c.clearFaults(), { success: true })],
   ['POST', /^\/_control\/cursors\/invalidate$/, (c) => (c.invalidateCursors(), { success: true })],
+  ['PUT', /^\/_control\/item-envelope$/, (c, _m, b) => (c.setItemEnvelope(b.mode as ItemEnvelope), { success: true, mode: b.mode })],
+  ['PUT', /^\/_control\/region-mode$/, (c, _m, b) => (c.setRegionMode(b.mode as RegionMode), { success: true, mode: b.mode })],
   ['PUT', /^\/_control\/latency$/, (c, _m, b) => (c.latency(Number(b.ms)), { success: true })],
   [
     'PUT',

@@ -8,7 +8,15 @@ import { checkMatch, type Hold, type RequestHook, type RequestMatch } from './ho
 import { HttpError } from './http-util.ts';
 import { resourceName, type Rec, type ResourceName, type SchoolData } from './school-data.ts';
 import type { WebhookDelivery } from './webhooks.ts';
-import type { RequestLogEntry, SchoolState, World } from './world.ts';
+import {
+  ITEM_ENVELOPES,
+  REGION_MODES,
+  type ItemEnvelope,
+  type RegionMode,
+  type RequestLogEntry,
+  type SchoolState,
+  type World,
+} from './world.ts';
 
 export interface SandboxControl {
   /** Current API objects of a resource (achievements with students and employees embedded; 'deletions' too). Materialises them all. */
@@ -34,6 +42,10 @@ export interface SandboxControl {
   latency(ms: number): void;
   /** Every cursor issued before this call answers 400 (code cursor_expired) when used; new walks work. */
   invalidateCursors(): void;
+  /** Item URLs answer the object itself ('bare') or { data: object } ('data'). */
+  setItemEnvelope(mode: ItemEnvelope): void;
+  /** Where a school's paths answer: 'lenient' (default) or 'strict' (only at its own regional domain). */
+  setRegionMode(mode: RegionMode): void;
   requests(): RequestLogEntry[];
   /** Empties the request log and starts counting pages (for hold/onRequest) from 1 again. */
   clearRequests(): void;
@@ -147,6 +159,14 @@ export function createControl(world: World): SandboxControl {
     },
     invalidateCursors() {
       world.cursorEpoch++;
+    },
+    setItemEnvelope(mode) {
+      if (!ITEM_ENVELOPES.includes(mode)) throw new HttpError(400, `item envelope must be one of ${ITEM_ENVELOPES.join(', ')}`);
+      world.itemEnvelope = mode;
+    },
+    setRegionMode(mode) {
+      if (!REGION_MODES.includes(mode)) throw new HttpError(400, `region mode must be one of ${REGION_MODES.join(', ')}`);
+      world.regionMode = mode;
     },
     requests: () => world.log.map((e) => ({ ...e })),
     clearRequests() {

@@ -9,13 +9,13 @@ import { createControl, type SandboxControl } from './control.ts';
 import { controlHttp } from './control-http.ts';
 import { REGIONS } from './fixtures.ts';
 import { requestHandler, type Listener } from './router.ts';
-import { World } from './world.ts';
+import { ITEM_ENVELOPES, REGION_MODES, World, type ItemEnvelope, type RegionMode } from './world.ts';
 
 export type { SandboxControl } from './control.ts';
 export type { FaultRule, FaultKind } from './faults.ts';
 export type { Hold, RequestHook, RequestInfo, RequestMatch } from './hooks.ts';
 export type { AccessState } from './fixtures.ts';
-export type { RequestLogEntry } from './world.ts';
+export type { ItemEnvelope, RegionMode, RequestLogEntry } from './world.ts';
 export type { WebhookDelivery } from './webhooks.ts';
 
 export interface SandboxOptions {
@@ -29,6 +29,10 @@ export interface SandboxOptions {
   latencyMs?: number;
   /** Cursors older than this (server clock) answer 400 cursor_expired; default: they never expire. */
   cursorMaxAgeMs?: number;
+  /** Item URLs answer the object itself ('bare', spec 2.1, default) or { data: object }. */
+  itemEnvelope?: ItemEnvelope;
+  /** Where a school's paths answer (see docs/sandbox.md "Regions"); default 'lenient'. */
+  regionMode?: RegionMode;
   host?: string;
   port?: number;
 }
@@ -62,6 +66,8 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     latencyMs: opts.latencyMs ?? 0,
     webhookUrl: opts.webhookUrl,
     cursorMaxAgeMs: opts.cursorMaxAgeMs,
+    itemEnvelope: oneOf('itemEnvelope', opts.itemEnvelope ?? 'bare', ITEM_ENVELOPES),
+    regionMode: oneOf('regionMode', opts.regionMode ?? 'lenient', REGION_MODES),
   });
   const control = createControl(world);
   const onControl = controlHttp(world, control);
@@ -106,6 +112,11 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
       return closing;
     },
   };
+}
+
+function oneOf<T extends string>(name: string, value: T, allowed: readonly T[]): T {
+  if (!allowed.includes(value)) throw new Error(`${name} must be one of ${allowed.join(', ')} (got ${JSON.stringify(value)})`);
+  return value;
 }
 
 function closeServer(s: Server): Promise<void> {

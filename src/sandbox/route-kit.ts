@@ -92,16 +92,19 @@ export const EMPTY_SOURCE: KeySource = arraySource<number>(
 );
 
 /**
- * The school a request addresses. Wrong region: null for lists (they answer an empty list)
- * and 404 for items. Then the token (403), the inactive switch (423, every path), and for data
- * paths (needsAccess) the access state: offline 423, not approved 403.
+ * The school a request addresses, at this listener. Wrong region: 404, except that in the lenient
+ * region mode a data list answers an empty list (null here: "returns no data") and access
+ * management answers on the default listener too. Then the token (403), the inactive switch
+ * (423, every path), and for data paths (needsAccess) the access state: offline 423, not
+ * approved 403.
  */
-export function gateSchool(ctx: Ctx, id: string, kind: 'list' | 'item', needsAccess = true): SchoolState | null {
+export function gateSchool(ctx: Ctx, id: string, kind: 'list' | 'item' | 'access', needsAccess = true): SchoolState | null {
   const s = ctx.world.byId.get(id);
   if (!s) throw new HttpError(404, `school ${id} not found`);
   if (s.region.code !== ctx.region.code) {
-    if (kind === 'list') return null;
-    throw new HttpError(404, `school ${id} not found in this region`);
+    const lenient = ctx.world.regionMode === 'lenient';
+    if (lenient && kind === 'list') return null;
+    if (!(lenient && kind === 'access' && ctx.isDefault)) throw new HttpError(404, `school ${id} not found in this region`);
   }
   if (ctx.token.kind === 'school' && ctx.token.schoolId !== id) throw new HttpError(403, 'this school token belongs to another school');
   if (s.inactive) throw inactive(id);
@@ -110,6 +113,11 @@ export function gateSchool(ctx: Ctx, id: string, kind: 'list' | 'item', needsAcc
   if (!isApproved(s.state))
     throw new HttpError(403, `school ${id} has not approved access for this application (state: ${s.state})`, 'access_not_approved');
   return s;
+}
+
+/** One object of an item URL: bare (spec 2.1) or as { data } (itemEnvelope 'data', like the official PHP client expects). */
+export function itemReply(ctx: Ctx, object: unknown, status?: number): Reply {
+  return { status, body: ctx.world.itemEnvelope === 'data' ? { data: object } : object };
 }
 
 function inactive(id: string): HttpError {

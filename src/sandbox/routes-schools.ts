@@ -3,7 +3,7 @@ import { arraySource } from './collection.ts';
 import { ALPHA2, isApproved, type AccessState } from './fixtures.ts';
 import { HttpError, readJson } from './http-util.ts';
 import { KIND, makeId } from './record-ids.ts';
-import { dateParam, gateSchool, listReply, requireFull, type Handler, type Reply } from './route-kit.ts';
+import { dateParam, gateSchool, itemReply, listReply, requireFull, type Handler, type Reply } from './route-kit.ts';
 import type { Scope } from './school-data.ts';
 import { PROPERTY_PERMISSIONS, maskedProperties, propertyIdentity } from './scopes.ts';
 import { dt } from './time.ts';
@@ -94,9 +94,11 @@ export function schoolList(list: ListName): Handler {
 
 export const oneSchool: Handler = (ctx, [id]) => {
   const s = ctx.world.byId.get(id);
-  // Discovery answers for every school on the default listener; regional ones only for their own.
-  if (!s || (!ctx.isDefault && s.region.code !== ctx.region.code)) throw new HttpError(404, `school ${id} not found`);
-  return { body: renderSchool(s, ctx.scope) };
+  // Lenient: discovery answers for every school on the default listener; regional ones (and every
+  // listener in the strict region mode) only for their own schools.
+  const anySchoolHere = ctx.isDefault && ctx.world.regionMode === 'lenient';
+  if (!s || (!anySchoolHere && s.region.code !== ctx.region.code)) throw new HttpError(404, `school ${id} not found`);
+  return itemReply(ctx, renderSchool(s, ctx.scope));
 };
 
 export const schoolMeta: Handler = (ctx, [id]) => {
@@ -195,9 +197,14 @@ export const schoolAcl: Handler = (ctx, [id]) => {
 };
 
 export const requestAccess: Handler = async (ctx, [id]): Promise<Reply> => {
-  const s = gateSchool(ctx, id, 'item', false)!;
-  const body = (await readJson(ctx.req)) as { contacts?: unknown };
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'request body must be a JSON object');
+  const s = gateSchool(ctx, id, 'access', false)!;
+  const raw = await readJson(ctx.req);
+  // Contacts are optional ("recommended"): no body, {} and [] (PHP's empty array, which the
+  // official client sends when given no contacts) all mean "no contacts".
+  const body = (Array.isArray(raw) && raw.length === 0 ? {} : raw) as { contacts?: unknown };
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new HttpError(400, 'request body must be a JSON object such as {"contacts": [...]} (or empty, {} or [] for no contacts)');
+  }
   if (body.contacts !== undefined) {
     if (!Array.isArray(body.contacts)) throw new HttpError(422, 'contacts must be an array');
     body.contacts.forEach((c: Record<string, unknown>, k: number) => {
@@ -212,7 +219,7 @@ export const requestAccess: Handler = async (ctx, [id]): Promise<Reply> => {
 };
 
 export const revokeAccess: Handler = async (ctx, [id]) => {
-  const s = gateSchool(ctx, id, 'item', false)!;
+  const s = gateSchool(ctx, id, 'access', false)!;
   await ctx.world.setAccess(s, 'revoked', false);
   return { body: { success: true, state: 'revoked', message: 'Access revoked' } };
 };

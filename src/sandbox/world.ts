@@ -44,7 +44,21 @@ export interface WorldOptions {
   latencyMs: number;
   webhookUrl?: string;
   cursorMaxAgeMs?: number;
+  itemEnvelope: ItemEnvelope;
+  regionMode: RegionMode;
 }
+
+/** How item URLs answer: the object itself (spec 2.1) or { data: object }. */
+export type ItemEnvelope = 'bare' | 'data';
+export const ITEM_ENVELOPES: readonly ItemEnvelope[] = ['bare', 'data'];
+
+/**
+ * lenient: a school's lists answer empty at another region's domain, access management answers
+ * for every school at the default domain too, GET /schools/{id} answers every school at the
+ * default domain. strict: every path naming a school answers only at its own regional domain.
+ */
+export type RegionMode = 'lenient' | 'strict';
+export const REGION_MODES: readonly RegionMode[] = ['lenient', 'strict'];
 
 export class World {
   readonly schools: SchoolState[];
@@ -57,6 +71,8 @@ export class World {
   readonly log: RequestLogEntry[] = [];
   readonly webhooks: WebhookSender;
   latencyMs: number;
+  itemEnvelope: ItemEnvelope;
+  regionMode: RegionMode;
   /** Cursors carry the epoch they were issued in; invalidateCursors() bumps it. */
   cursorEpoch = 0;
   private last: Micros = 0;
@@ -71,6 +87,8 @@ export class World {
     this.tokens.set(this.fullToken, { kind: 'full' });
     this.tokens.set(this.limitedToken, { kind: 'limited' });
     this.latencyMs = opts.latencyMs;
+    this.itemEnvelope = opts.itemEnvelope;
+    this.regionMode = opts.regionMode;
     this.webhooks = new WebhookSender(opts.webhookUrl);
   }
 
