@@ -8,6 +8,7 @@ interface SandboxArgs {
   'item-envelope'?: 'bare' | 'data';
   'region-mode'?: 'lenient' | 'strict';
   'cursor-max-age-ms'?: number;
+  'webhook-url'?: string;
 }
 
 export const sandboxCommand: CommandModule<object, SandboxArgs> = {
@@ -27,6 +28,10 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
         choices: ['lenient', 'strict'] as const,
         describe: "strict: a school's paths answer only at its own regional domain (docs/sandbox.md, Regions)",
       })
+      .option('webhook-url', {
+        type: 'string',
+        describe: 'POST webhooks (schoolApproved, accessRevoked, ...) here when the control API changes a school (e.g. to webhooks serve)',
+      })
       .option('cursor-max-age-ms', {
         type: 'number',
         describe: 'cursors older than this answer 400 cursor_expired (default: never)',
@@ -41,6 +46,7 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
       itemEnvelope: a['item-envelope'],
       regionMode: a['region-mode'],
       cursorMaxAgeMs: a['cursor-max-age-ms'],
+      webhookUrl: a['webhook-url'],
     });
   },
 };

@@ -61,6 +61,15 @@ const CONTROL_ROUTES: Route[] = [
   ['POST', /^\/_control\/holds$/, (c, _m, b, x) => ({ id: x.holds.add(c, matchFromJson(b)) })],
   ['GET', /^\/_control\/holds\/(h\d+)$/, (_c, [id], _b, x) => x.holds.state(id, waitOf(x.url))],
   ['DELETE', /^\/_control\/holds\/(h\d+)$/, (_c, [id], _b, x) => (x.holds.release(id), { success: true })],
+  [
+    'PUT',
+    /^\/_control\/webhook-url$/,
+    (c, _m, b) => {
+      if (b.url !== null && typeof b.url !== 'string') throw new HttpError(400, 'url must be a string, or null to stop sending webhooks');
+      c.setWebhookUrl(b.url);
+      return { success: true, url: b.url };
+    },
+  ],
   ['GET', /^\/_control\/webhooks$/, async (c) => (await c.flushWebhooks(), { data: c.webhooks() })],
   ['POST', /^\/_control\/faults$/, (c, _m, b) => (c.fault(faultFromJson(b)), { success: true })],
   ['DELETE', /^\/_control\/faults$/, (c) => (c.clearFaults(), { success: true })],

@@ -7,7 +7,7 @@ import type { FaultRule } from './faults.ts';
 import { checkMatch, type Hold, type RequestHook, type RequestMatch } from './hooks.ts';
 import { HttpError } from './http-util.ts';
 import { resourceName, type Rec, type ResourceName, type SchoolData } from './school-data.ts';
-import type { WebhookDelivery } from './webhooks.ts';
+import { checkWebhookUrl, type WebhookDelivery } from './webhooks.ts';
 import {
   ITEM_ENVELOPES,
   REGION_MODES,
@@ -57,6 +57,8 @@ export interface SandboxControl {
   /** Runs (and awaits) `fn` before answering every matching request; returns the unsubscribe function. */
   onRequest(match: RequestMatch, fn: RequestHook): () => void;
   webhooks(): WebhookDelivery[];
+  /** Where webhooks go from now on (http or https URL); null stops sending them. */
+  setWebhookUrl(url: string | null): void;
   /** Resolves once every webhook queued so far was attempted. */
   flushWebhooks(): Promise<void>;
   clock(): Date;
@@ -180,6 +182,14 @@ export function createControl(world: World): SandboxControl {
       return world.hooks.on(checkedMatch(match), fn);
     },
     webhooks: () => world.webhooks.deliveries.map((d) => ({ ...d })),
+    setWebhookUrl(url) {
+      if (url === null) return world.webhooks.setUrl(undefined);
+      try {
+        world.webhooks.setUrl(checkWebhookUrl(String(url)));
+      } catch (e) {
+        throw new HttpError(400, (e as Error).message);
+      }
+    },
     flushWebhooks: () => world.webhooks.flush(),
     clock: () => world.now(),
     now: () => world.now(),

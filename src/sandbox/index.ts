@@ -6,6 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createControl, type SandboxControl } from './control.ts';
+import { checkWebhookUrl } from './webhooks.ts';
 import { controlHttp } from './control-http.ts';
 import { REGIONS } from './fixtures.ts';
 import { requestHandler, type Listener } from './router.ts';
@@ -64,7 +65,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     maxPerPage: opts.maxPerPage ?? 1000,
     naiveZone: opts.updatedAfterZone ?? 'UTC',
     latencyMs: opts.latencyMs ?? 0,
-    webhookUrl: opts.webhookUrl,
+    webhookUrl: opts.webhookUrl === undefined ? undefined : checkWebhookUrl(opts.webhookUrl),
     cursorMaxAgeMs: opts.cursorMaxAgeMs,
     itemEnvelope: oneOf('itemEnvelope', opts.itemEnvelope ?? 'bare', ITEM_ENVELOPES),
     regionMode: oneOf('regionMode', opts.regionMode ?? 'lenient', REGION_MODES),
