@@ -1,12 +1,13 @@
 /**
- * The built-in imitation of the service (spec: /work/shared/spec/service-api.md), seeded and
- * deterministic: one node:http listener per region, discovery and the /_control API on the
- * default (uk) one. See docs/sandbox.md for every choice made where the spec is silent.
+ * The built-in imitation of the service (spec: "the service API Specification",
+ * ../shared/spec/service-api.md from the repository root), seeded and deterministic: one
+ * node:http listener per region, discovery and the /_control API on the default (uk) one. See docs/sandbox.md for every choice made where the spec is silent.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createControl, type SandboxControl } from './control.ts';
 import { checkWebhookUrl } from './webhooks.ts';
+import { delay } from './http-util.ts';
 import { controlHttp } from './control-http.ts';
 import { REGIONS } from './fixtures.ts';
 import { requestHandler, type Listener } from './router.ts';
@@ -28,6 +29,8 @@ export interface SandboxOptions {
   updatedAfterZone?: 'UTC' | 'Europe/London';
   webhookUrl?: string;
   latencyMs?: number;
+  /** How the sandbox waits for slow faults and latency (default: a real timer). Tests pass one that records the delays. */
+  sleep?: (ms: number) => Promise<void>;
   /** Cursors older than this (server clock) answer 400 cursor_expired; default: they never expire. */
   cursorMaxAgeMs?: number;
   /** Item URLs answer the object itself ('bare', spec 2.1, default) or { data: object }. */
@@ -65,6 +68,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     maxPerPage: opts.maxPerPage ?? 1000,
     naiveZone: opts.updatedAfterZone ?? 'UTC',
     latencyMs: opts.latencyMs ?? 0,
+    sleep: opts.sleep ?? delay,
     webhookUrl: opts.webhookUrl === undefined ? undefined : checkWebhookUrl(opts.webhookUrl),
     cursorMaxAgeMs: opts.cursorMaxAgeMs,
     itemEnvelope: oneOf('itemEnvelope', opts.itemEnvelope ?? 'bare', ITEM_ENVELOPES),

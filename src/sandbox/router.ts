@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RegionDef } from './fixtures.ts';
 import type { FaultRule } from './faults.ts';
-import { HttpError, delay, sendError, sendJson, tokenOf } from './http-util.ts';
+import { HttpError, sendError, sendJson, tokenOf } from './http-util.ts';
 import type { Ctx, Handler } from './route-kit.ts';
 import * as D from './routes-data.ts';
 import * as S from './routes-schools.ts';
@@ -90,9 +90,9 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
     req.socket.destroy();
     return;
   }
-  if (fault?.kind === 'slow') await delay(fault.delayMs ?? 1000);
+  if (fault?.kind === 'slow') await world.sleep(fault.delayMs ?? 1000);
   if (fault && /^\d+$/.test(fault.kind)) return sendError(req, res, faultError(fault));
-  await delay(world.latencyMs);
+  if (world.latencyMs > 0) await world.sleep(world.latencyMs);
 
   try {
     const token = tokenOf(req);

@@ -46,6 +46,8 @@ export interface WorldOptions {
   cursorMaxAgeMs?: number;
   itemEnvelope: ItemEnvelope;
   regionMode: RegionMode;
+  /** How the sandbox waits (slow faults, latency); tests inject one that records instead of waiting. */
+  sleep: (ms: number) => Promise<void>;
 }
 
 /** How item URLs answer: the object itself (spec 2.1) or { data: object }. */
@@ -71,6 +73,7 @@ export class World {
   readonly log: RequestLogEntry[] = [];
   readonly webhooks: WebhookSender;
   latencyMs: number;
+  readonly sleep: (ms: number) => Promise<void>;
   itemEnvelope: ItemEnvelope;
   regionMode: RegionMode;
   /** Cursors carry the epoch they were issued in; invalidateCursors() bumps it. */
@@ -87,6 +90,7 @@ export class World {
     this.tokens.set(this.fullToken, { kind: 'full' });
     this.tokens.set(this.limitedToken, { kind: 'limited' });
     this.latencyMs = opts.latencyMs;
+    this.sleep = opts.sleep;
     this.itemEnvelope = opts.itemEnvelope;
     this.regionMode = opts.regionMode;
     this.webhooks = new WebhookSender(opts.webhookUrl);
