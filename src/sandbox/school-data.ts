@@ -155,7 +155,7 @@ export class SchoolData {
       const b = achievementBase(ctx ?? this.achievementCtx(), i);
       out = b.fields;
       if (patch) for (const k in patch) out[k] = patch[k];
-      for (const k of maskedProperties(scope, 'achievements')) out[k] = null;
+      if (!scope.full) for (const k of maskedProperties(scope, 'achievements')) out[k] = null;
       if (includes.size === 0) return out;
       const links = this.cols.achievements.entry(i)?.links;
       if (includes.has('students')) out.students = { data: this.embedded.objectsOf('students', links?.students ?? b.students) };
@@ -228,7 +228,7 @@ export class SchoolData {
     const entry = this.cols.achievements.entry(i);
     const out = b.fields;
     if (entry?.patch) for (const k in entry.patch) out[k] = entry.patch[k];
-    for (const k of maskedProperties(scope, 'achievements')) out[k] = null;
+    if (!scope.full) for (const k of maskedProperties(scope, 'achievements')) out[k] = null;
     const text = JSON.stringify(out);
     if (includes.size === 0) return text;
     let more = '';
