@@ -99,11 +99,11 @@ async function planSchool(
 /**
  * The permissions are read before the school's tasks (one request, which also finds an inactive
  * school once instead of in every task) when they are exported anyway (the request is reused), or
- * when a resource with scope-guarded properties is read in full. Incremental reads use what the
- * last read found, so an incremental run costs no extra request.
+ * when a resource with scope-guarded properties is read in full, or was masked last time (has the
+ * scope come back?). Other incremental reads use what the last read found: no extra request.
  */
 function needsProbe(tasks: TaskPlan[]): boolean {
-  return tasks.some((t) => t.spec.path === PERMISSIONS_PATH || (t.mode === 'full' && PROPERTY_SCOPES[t.spec.name]));
+  return tasks.some((t) => t.spec.path === PERMISSIONS_PATH || (PROPERTY_SCOPES[t.spec.name] && (t.mode === 'full' || t.scopeMasked.length > 0)));
 }
 
 function lastKnown(state: SchoolState, resources: ResourceSpec[]): SchoolProbe {

@@ -257,7 +257,7 @@ async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<Run
     durationMs: run.clock() - run.began,
     dest: io.sink.url,
     requests: run.requests.count,
-    notes: [...plan.notes, ...(manifestError ? [manifestError] : [])],
+    notes: [...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : []), ...(manifestError ? [manifestError] : [])],
     failRun: manifestError !== undefined || plan.nothingToDo !== undefined,
   });
   io.reporter.emit({ event: 'run_done', run_id: run.runId, status: summary.status, ms: Math.round(summary.durationMs) });

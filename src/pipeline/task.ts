@@ -319,7 +319,7 @@ async function commitCheckpoint(
   progress: ReadProgress,
   cursor: { walks: Walk[]; boundaries?: number[] },
 ): Promise<void> {
-  await env.admit();
+  await env.admit(); // before anything of the piece is written under a final name
   const piece = await out.commit();
   if (out.keys) {
     const chunk = await writeKeyChunk(env.sink, plan, progress.snapshot, progress.seq + 1, out.keys);
@@ -344,6 +344,7 @@ async function commitCheckpoint(
 }
 
 async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<void> {
+  await env.admit(); // before anything of the piece is written under a final name
   let snapshotIdsFile: string | undefined;
   const obsolete: string[] = [];
   if (out.keys) {
@@ -358,7 +359,6 @@ async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progre
     snapshotIdsFile = snap.idsFile;
     obsolete.push(...progress.idsFiles, ...(plan.knownIdsFile && plan.knownIdsFile !== snap.idsFile ? [plan.knownIdsFile] : []));
   }
-  await env.admit();
   const piece = await out.commit();
   const watermark = nextWatermark(plan.previousWatermark, progress.startedAt!);
   const task = { ...pieceTask(plan, piece, progress, true, out.drift()), watermark };
