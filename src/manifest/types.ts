@@ -108,6 +108,8 @@ export interface SchoolState {
       known_ids_file?: string; // for snapshot-detected deletions: relative path of the id list of the last full snapshot
       /** The highest SchoolDirective.force_full_seq this resource has been fully refreshed for. */
       applied_force_full_seq?: number;
+      /** Fingerprint of the personal-data policy and key the rows were written with (absent: kept as read). */
+      personal_data?: string;
     }
   >;
 }

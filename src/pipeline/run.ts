@@ -15,6 +15,7 @@ import { runTask, type SchoolRef, type TaskPlan } from './task.ts';
 import { nextWatermark, snapshotDue } from './watermark.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
+import { createPersonalData, type PersonalData } from '../privacy/personal-data.ts';
 
 export interface RunDeps {
   /** Token for kind 'api' (else resolved from --token-file / SCHOOL_API_TOKEN). */
@@ -34,6 +35,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps = {}): Promise<Run
   const reporter = deps.reporter ?? createReporter(cfg.progress);
   const resources = selectResources(cfg.resources, cfg.customResources);
   const format = formatByName(cfg.format);
+  const personalData = createPersonalData(cfg.personalData.policy, cfg.personalData.key);
   let sandbox: { close(): Promise<void> } | undefined;
   let client: ApiClient | undefined;
   let sink: Sink | undefined;
@@ -68,7 +70,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps = {}): Promise<Run
         if (e.type === 'retry') reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, client, sink, resources, format, reporter, deps, started);
+    return await execute(cfg, client, sink, resources, format, personalData, reporter, deps, started);
   } finally {
     reporter.close();
     await client?.close();
@@ -83,6 +85,7 @@ async function execute(
   sink: Sink,
   resources: ReturnType<typeof selectResources>,
   format: ReturnType<typeof formatByName>,
+  personalData: PersonalData,
   reporter: Reporter,
   deps: RunDeps,
   started: number,
@@ -98,6 +101,7 @@ async function execute(
     format: cfg.format,
     format_options: { ...cfg.formatOptions },
     ...(cfg.shard.count > 1 ? { shard: cfg.shard } : {}),
+    personal_data: personalData.record,
   });
 
   const discovered = await discoverSchools(client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
@@ -144,7 +148,7 @@ async function execute(
       continue;
     }
     if (directive) forceSeq.set(school.id, directive.force_full_seq);
-    for (const spec of resources) plans.push(planTask(school, spec, state, directive, cfg, startedAt));
+    for (const spec of resources) plans.push(planTask(school, spec, state, directive, cfg, startedAt, personalData.fingerprint));
   }
   reporter.emit({
     event: 'run_start',
@@ -181,6 +185,7 @@ async function execute(
             lookbackSeconds: cfg.lookbackSeconds,
             limits: { maxRows: cfg.maxFileRows, maxBytes: cfg.maxFileBytes },
             nextSeq,
+            personalData,
             signal: deps.signal,
             onProgress: (p) => reporter.emit({ event: 'task_progress', school_id: school.id, resource: spec.name, ...p }),
           });
@@ -203,6 +208,7 @@ async function execute(
                     : prev?.known_ids_file
                       ? { known_ids_file: prev.known_ids_file }
                       : {}),
+                  ...(personalData.fingerprint !== 'keep' ? { personal_data: personalData.fingerprint } : {}),
                   ...(forceSeq.has(school.id)
                     ? { applied_force_full_seq: forceSeq.get(school.id) }
                     : prev?.applied_force_full_seq !== undefined
@@ -243,9 +249,13 @@ function planTask(
   directive: SchoolDirective | undefined,
   cfg: RunConfig,
   now: Date,
+  personalData: string,
 ): TaskPlan {
   const prev = state.resources[spec.name];
-  const forced = directive ? directive.force_full_seq > (prev?.applied_force_full_seq ?? 0) : false;
+  // A different personal-data policy or key: rows read before were transformed otherwise, so the
+  // resource is read again in full, as after a migration (a loader then replaces the old rows).
+  const policyChanged = prev !== undefined && (prev.personal_data ?? 'keep') !== personalData;
+  const forced = (directive ? directive.force_full_seq > (prev?.applied_force_full_seq ?? 0) : false) || policyChanged;
   const snapshot = !spec.deletionType && spec.name !== 'deletions' && snapshotDue(prev?.last_full_at, cfg.snapshotEveryHours, now);
   const full = cfg.fullRefresh || forced || !prev?.watermark || !spec.incremental || snapshot;
   return {

@@ -1,4 +1,5 @@
-import type { Manifest } from '../manifest/types.ts';
+import type { Manifest, PersonalDataRecord } from '../manifest/types.ts';
+import { describePolicy } from '../privacy/policy.ts';
 
 export interface TableTotals {
   rows: number;
@@ -17,6 +18,8 @@ export interface RunSummary {
   drift: Record<string, string[]>;
   deletions: number;
   deactivated: string[];
+  /** The personal-data policy applied to the values written. */
+  personalData?: PersonalDataRecord;
 }
 
 export function summarise(m: Manifest, o: { deactivated: string[]; durationMs: number; dest: string }): RunSummary {
@@ -48,6 +51,7 @@ export function summarise(m: Manifest, o: { deactivated: string[]; durationMs: n
     drift: Object.fromEntries(Object.entries(drift).map(([k, v]) => [k, [...v].sort()])),
     deletions: m.deletions.length,
     deactivated: o.deactivated,
+    ...(m.personal_data ? { personalData: m.personal_data } : {}),
   };
 }
 
@@ -92,6 +96,7 @@ export function renderSummary(s: RunSummary): string {
       `  schema drift in ${table}: ${fields.length} undeclared field(s) kept (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`,
     );
   }
+  if (s.personalData) lines.push(`  ${describePolicy(s.personalData)}`);
   if (s.deactivated.length) lines.push(`  not exported (access revoked or declined): ${s.deactivated.join(', ')}`);
   for (const f of s.failures) lines.push(`  FAILED ${f.school_id} ${f.resource}: [${f.code}] ${f.message}`);
   return lines.join('\n');

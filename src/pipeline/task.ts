@@ -9,6 +9,7 @@ import type { Row, TableSchema } from '../table.ts';
 import { TableFiles } from './table-files.ts';
 import { updatedAfterParam } from './watermark.ts';
 import { detectSnapshotDeletions } from './snapshot-deletions.ts';
+import type { PersonalData } from '../privacy/personal-data.ts';
 
 export interface SchoolRef {
   id: string;
@@ -38,6 +39,8 @@ export interface TaskEnv {
   nextSeq: (dir: string) => number;
   onProgress?: (p: { rows: number; pages: number; bytes: number }) => void;
   signal?: AbortSignal;
+  /** The run's personal-data policy: applied to every table's rows after flattening, before writing. */
+  personalData?: PersonalData;
 }
 
 export interface TaskOutcome {
@@ -91,10 +94,13 @@ export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskOutcome
   const writeRecords = async (records: unknown[]) => {
     const out = flattener.flattenBatch(records, ctx);
     for (const [table, tableRows] of out) {
+      if (tableRows.length) env.personalData?.transformFor(schemas.get(table)!)?.(tableRows);
       if (tableRows.length) await writerFor(table).write(tableRows);
       if (table === 'deletions') collectDeletions(tableRows, school.id, deletions);
     }
-    if (seenIds) for (const r of records) seenIds.add(String((r as Record<string, unknown>)[spec.key[0]!]));
+    // The id list holds the ids as written (pseudonymised when the policy says so), so the next
+    // snapshot compares like with like and its deletion rows name rows that exist in the files.
+    if (seenIds) for (const r of out.get(spec.name)!) seenIds.add(String(r[spec.key[0]!]));
     rows += records.length;
   };
 

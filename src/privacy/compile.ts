@@ -163,7 +163,7 @@ export function compilePolicy(schema: TableSchema, policy: PersonalDataPolicy, p
     const [t, c] = [key.slice(0, key.indexOf('.')), key.slice(key.indexOf('.') + 1)];
     const col = t === table ? declared.get(c) : undefined;
     if (col && action === 'pseudonymise' && !TEXT_TYPES.has(col.type)) {
-      throw new ConfigError(`personal_data.columns.${key}: ${key} is a ${col.type} column and cannot hold a pseudonym; use drop`);
+      throw new ConfigError(`personal_data.columns.${key}: ${key} holds ${col.type} values and cannot hold a pseudonym; use drop`);
     }
   }
   const driftPlans = new Map<string, Plan | null>();

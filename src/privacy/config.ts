@@ -102,7 +102,7 @@ function checkColumns(columns: Record<string, Action>, tables: readonly TableSch
     }
     const col = table.columns.find((c) => c.name === column);
     if (action === 'pseudonymise' && col && col.type !== 'string' && col.type !== 'json') {
-      throw new ConfigError(`${at}: ${key} is a ${col.type} column and cannot hold a pseudonym; use drop`);
+      throw new ConfigError(`${at}: ${key} holds ${col.type} values and cannot hold a pseudonym; use drop`);
     }
   }
 }
