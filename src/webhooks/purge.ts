@@ -1,5 +1,4 @@
 import pLimit from 'p-limit';
-import { ExportError } from '../errors.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Sink } from '../sink/types.ts';
 import type { Manifest } from '../manifest/types.ts';
@@ -23,6 +22,8 @@ export interface PurgeResult {
   removed: string[];
   /** Manifests (whole-run and parts) rewritten without the school's deletion records. */
   redacted: string[];
+  /** Manifests that are not JSON, so could not be checked for the school's deletion records: report them. */
+  unreadable: string[];
 }
 
 export function selectSchoolPaths(paths: string[], schoolId: string): { data: string[]; state: string[] } {
@@ -56,7 +57,6 @@ export async function purgeSchool(sink: Sink, schoolId: string, reason: string, 
   // no run reads it; a redelivered event finishes the purge
   if (data.length) await sink.remove(data);
   if (state.length) await sink.remove(state);
-  const redacted = await redactManifests(sink, schoolId);
 
   const byRegion = new Map<string, number>();
   for (const p of [...data, ...state]) byRegion.set(regionOf(p), (byRegion.get(regionOf(p)) ?? 0) + 1);
@@ -77,16 +77,19 @@ export async function purgeSchool(sink: Sink, schoolId: string, reason: string, 
   };
   const manifestPath = `_manifests/${runId}.json`;
   await sink.writeAtomic(manifestPath, JSON.stringify(manifest, null, 2) + '\n');
-  return { manifestPath, manifest, removed: [...data, ...state], redacted };
+  // after the purge manifest: loaders learn of the purge even if a manifest cannot be rewritten
+  const { redacted, unreadable } = await redactManifests(sink, schoolId);
+  return { manifestPath, manifest, removed: [...data, ...state], redacted, unreadable };
 }
 
 /**
  * Rewrites (atomically) every manifest that lists deletion records of the school, without them.
  * Its tasks stay listed: they name files, not people, and loaders skip them after the purge.
  */
-export async function redactManifests(sink: Sink, schoolId: string): Promise<string[]> {
+export async function redactManifests(sink: Sink, schoolId: string): Promise<{ redacted: string[]; unreadable: string[] }> {
   const paths = (await sink.list('_manifests/')).filter((p) => p.endsWith('.json'));
   const limit = pLimit(8);
+  const unreadable: string[] = [];
   const done = await Promise.all(
     paths.map((p) =>
       limit(async () => {
@@ -95,11 +98,9 @@ export async function redactManifests(sink: Sink, schoolId: string): Promise<str
         let m: Manifest;
         try {
           m = JSON.parse(buf.toString('utf8')) as Manifest;
-        } catch (e) {
-          throw new ExportError(
-            'E_STATE',
-            `manifest ${p} is unreadable (${(e as Error).message}): the purge could not check it for school ${schoolId}`,
-          );
+        } catch {
+          unreadable.push(p);
+          return undefined;
         }
         if (!Array.isArray(m.deletions) || !m.deletions.some((d) => d.school_id === schoolId)) return undefined;
         m.deletions = m.deletions.filter((d) => d.school_id !== schoolId);
@@ -108,5 +109,5 @@ export async function redactManifests(sink: Sink, schoolId: string): Promise<str
       }),
     ),
   );
-  return done.filter((p): p is string => p !== undefined);
+  return { redacted: done.filter((p): p is string => p !== undefined), unreadable: unreadable.sort() };
 }
