@@ -9,6 +9,7 @@ import type { Sink } from '../sink/types.ts';
 import { ApiClient } from '../source/client.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
+import { reconcileRevocations } from './reconcile.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
@@ -88,7 +89,9 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
 
 async function execute(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
+  const reconciled = await reconcile(cfg, io, run);
   const plan = await planRun(cfg, io, { now: run.startedAt, personalData: run.personalData.fingerprint });
+  plan.notes.unshift(...reconciled);
   for (const t of plan.skipped) run.committer.record(t);
   io.reporter.emit({
     event: 'run_start',
@@ -135,6 +138,20 @@ function startRun(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: n
     inactive: new Map(),
     personalData,
   };
+}
+
+/** Schools that revoked or declined access while no receiver was listening (best effort: a note if the lists cannot be read). */
+async function reconcile(cfg: RunConfig, io: RunIo, run: RunContext): Promise<string[]> {
+  try {
+    return await reconcileRevocations(io.client, io.sink, {
+      runId: run.runId,
+      purge: cfg.purgeOnRevoke,
+      shard: cfg.shard,
+      now: run.startedAt,
+    });
+  } catch (e) {
+    return [`revoked and declined schools were not checked (${asExportError(e, 'E_PROTOCOL').message})`];
+  }
 }
 
 /** Runs one task and records how it ended; never throws (one task's failure is not the run's). */
