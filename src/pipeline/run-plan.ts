@@ -39,6 +39,7 @@ export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; person
     fullRefresh: cfg.fullRefresh,
     lookbackSeconds: cfg.lookbackSeconds,
     snapshotEveryHours: cfg.snapshotEveryHoursFor,
+    windows: cfg.windows,
     ...(o.personalData ? { personalData: o.personalData } : {}),
   };
   // State and directive reads and the probe are independent per school (S3 GETs, one request).
