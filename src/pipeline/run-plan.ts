@@ -30,7 +30,7 @@ export interface RunPlan {
 
 type PlanIo = { client: ApiClient; sink: Sink; reporter: Reporter };
 
-export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date }): Promise<RunPlan> {
+export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; personalData?: string }): Promise<RunPlan> {
   const resources = selectResources(cfg.resources, cfg.customResources);
   const discovered = await discoverSchools(io.client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
   const plan: RunPlan = { schools: discovered.schools.length, tasks: [], skipped: [], deactivated: [], scopeMasked: {}, notes: [] };
@@ -40,6 +40,7 @@ export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date }): Pro
     lookbackSeconds: cfg.lookbackSeconds,
     snapshotEveryHours: cfg.snapshotEveryHoursFor,
     windows: cfg.windows,
+    ...(o.personalData ? { personalData: o.personalData } : {}),
   };
   // State and directive reads and the probe are independent per school (S3 GETs, one request).
   const limit = pLimit(16);

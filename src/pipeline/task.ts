@@ -7,6 +7,7 @@ import type { Sink } from '../sink/types.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
+import type { PersonalData } from '../privacy/personal-data.ts';
 import { CursorRefused, runWalks, type Walk } from './walks.ts';
 import { splitByTime, updatedAtMs, WindowDedupe } from './windows.ts';
 
@@ -68,6 +69,8 @@ export interface TaskEnv {
   onProgress?: (p: { rows: number; pages: number; bytes: number }) => void;
   onEvent?: (e: TaskEvent) => void;
   signal?: AbortSignal;
+  /** The run's personal-data policy (docs/personal-data.md). */
+  personalData?: PersonalData;
 }
 
 export interface TaskResult {
@@ -370,6 +373,7 @@ async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progre
     snapshotIdsFile,
     forceFullSeq: plan.forceFullSeq,
     scopeMasked: plan.scopeMasked,
+    personalData: env.personalData?.fingerprint,
   };
   await env.commit({ task, deletions: piece.deletions, state: (prev) => promoteResource(prev, read), obsolete });
   progress.seq += 1;
