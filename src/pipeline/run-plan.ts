@@ -104,7 +104,9 @@ async function planSchool(
  * scope come back?). Other incremental reads use what the last read found: no extra request.
  */
 function needsProbe(tasks: TaskPlan[]): boolean {
-  return tasks.some((t) => t.spec.path === PERMISSIONS_PATH || (PROPERTY_SCOPES[t.spec.name] && (t.mode === 'full' || t.scopeMasked.length > 0)));
+  return tasks.some(
+    (t) => t.spec.path === PERMISSIONS_PATH || (PROPERTY_SCOPES[t.spec.name] && (t.mode === 'full' || t.scopeMasked.length > 0)),
+  );
 }
 
 function lastKnown(state: SchoolState, resources: ResourceSpec[]): SchoolProbe {
