@@ -37,6 +37,9 @@ export interface PageBatch {
   serverDate?: Date;
 }
 
+/** A row's identity; undefined when the row has none (such rows are never dropped as repeats). */
+export type RowKey = (row: unknown) => string | undefined;
+
 type Query = Record<string, string | number | boolean | undefined>;
 type PageResult = DecodedBatch & { serverDate?: Date };
 
@@ -149,7 +152,16 @@ export class ApiClient {
 
   async *paginate(
     path: string,
-    o: { domain?: string; query?: Query; mode?: PaginationMode; perPage?: number; include?: string[]; ctx?: RequestContext },
+    o: {
+      domain?: string;
+      query?: Query;
+      mode?: PaginationMode;
+      perPage?: number;
+      include?: string[];
+      ctx?: RequestContext;
+      /** A row's identity (the resource's key), so a page fetched again after a mid-body failure resumes without loss or repeats. */
+      rowKey?: RowKey;
+    },
   ): AsyncGenerator<PageBatch> {
     const mode = o.mode ?? 'cursor';
     const query: Query = { ...o.query, per_page: o.perPage ?? 1000 };
@@ -157,16 +169,30 @@ export class ApiClient {
     if (o.include && o.include.length > 0) query.include = o.include.join(',');
     const url = this.url(path, o.domain, query);
     const links = new PageLinks(url, where('GET', describeUrl(url), o.ctx));
-    for await (const { batch: b, page, final } of walkPages(url, links, (u, signal) => this.pageWithRetries(u, o.ctx, signal))) {
+    for await (const { batch: b, page, final } of walkPages(url, links, (u, signal) => this.pageWithRetries(u, o.ctx, o.rowKey, signal))) {
       yield { rows: b.rows, page, last: b.last, final, bytes: b.bytes, meta: b.meta, serverDate: b.serverDate };
     }
   }
 
-  /** One page, retried as a whole; rows a cut-short attempt already yielded are skipped on the next. */
-  private async *pageWithRetries(url: URL, ctx: RequestContext | undefined, signal: AbortSignal): AsyncGenerator<PageResult> {
+  /**
+   * One page, retried as a whole. A streamed page can fail after some of its rows were yielded;
+   * the next attempt reads the whole page again and drops the rows whose key an earlier attempt
+   * already yielded. Never by count: rows deleted or added upstream between the two requests
+   * shift positions, and skipping by position would lose rows for good. Without a key function
+   * everything is yielded again (loaders resolve duplicates; nothing resolves a loss).
+   * Keys are taken only from batches that are not a page's last (a streamed page's early batches),
+   * so the buffered path and the end of every page do no per-row work here.
+   */
+  private async *pageWithRetries(
+    url: URL,
+    ctx: RequestContext | undefined,
+    rowKey: RowKey | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<PageResult> {
     const at = where('GET', describeUrl(url), ctx);
-    let emitted = 0;
+    let yielded: Set<string> | undefined;
     for (let attempt = 1; ; attempt++) {
+      const already = yielded;
       try {
         const started = Date.now();
         const res = await this.get(url, at, signal);
@@ -175,13 +201,13 @@ export class ApiClient {
           gzip: isGzip(res, at),
           contentLength: contentLength(res),
           streamThresholdBytes: this.threshold,
-          skipRows: emitted,
         });
         for await (const b of batches) {
-          emitted += b.rows.length;
+          const rows = already ? withoutKeys(b.rows, rowKey, already) : b.rows;
+          if (!b.last && rowKey) yielded = addKeys(yielded, rows, rowKey);
           if (b.last)
             this.onEvent({ type: 'request', url: describeUrl(url), status: res.status, bytes: b.bytes, ms: Date.now() - started });
-          yield { ...b, serverDate };
+          yield { ...b, rows, serverDate };
         }
         return;
       } catch (e) {
@@ -264,4 +290,22 @@ function safeParse(text: string): unknown {
   } catch {
     return text;
   }
+}
+
+/** The rows whose key is not in `seen` (rows without a key are kept: a repeat is harmless, a loss is not). */
+function withoutKeys(rows: unknown[], rowKey: RowKey | undefined, seen: Set<string>): unknown[] {
+  if (!rowKey) return rows;
+  return rows.filter((r) => {
+    const k = rowKey(r);
+    return k === undefined || !seen.has(k);
+  });
+}
+
+function addKeys(into: Set<string> | undefined, rows: unknown[], rowKey: RowKey): Set<string> {
+  const set = into ?? new Set<string>();
+  for (const r of rows) {
+    const k = rowKey(r);
+    if (k !== undefined) set.add(k);
+  }
+  return set;
 }
