@@ -131,7 +131,7 @@ export class LocalSink implements Sink {
   }
 
   async sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean): Promise<TempEntry[]> {
-    const dead = (await this.listTemp(prefix)).filter((t) => t.owner !== this.owner && !isLive(t));
+    const dead = (await this.listTemp(prefix)).filter((t) => (this.owner === undefined || t.owner !== this.owner) && !isLive(t));
     await this.remove(dead.map((t) => t.relPath));
     return dead;
   }

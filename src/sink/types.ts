@@ -43,7 +43,11 @@ export interface Sink {
    * leaves them; loaders never see them; sweepTemp removes those of runs no longer running.
    */
   listTemp(prefix: string): Promise<TempEntry[]>;
-  /** Removes the unfinished writes under prefix for which isLive answers false; returns them. */
+  /**
+   * Removes the unfinished writes under prefix for which isLive answers false (never those of
+   * this sink's own owner); returns them. Local: emptied directories go too. S3: the uploads
+   * are aborted (their stored parts freed).
+   */
   sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean): Promise<TempEntry[]>;
   /** Local sink only: the absolute file system path of relPath. */
   localPath?(relPath: string): string;
