@@ -197,7 +197,7 @@ export class ApiClient {
     if (mode === 'cursor') query.cursor = true;
     if (o.include && o.include.length > 0) query.include = o.include.join(',');
     const url = this.url(path, o.domain, query);
-    const links = new PageLinks(url, where('GET', describeUrl(url), o.ctx));
+    const links = new PageLinks(url, where('GET', describeUrl(url), o.ctx), fieldsOf(o.ctx, url));
     const open = (u: URL, signal: AbortSignal) => this.pageWithRetries({ ...this.call('GET', u, o), signal }, o.rowKey);
     for await (const { batch: b, page, final } of walkPages(url, links, open)) {
       yield { rows: b.rows, page, last: b.last, final, bytes: b.bytes, meta: b.meta, serverDate: b.serverDate };
