@@ -3,6 +3,7 @@ import { resolveRunConfig } from '../config/resolve.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
+import { openSource } from './run-source.ts';
 import { parseDomains, withApiOptions, type ApiArgs } from './common.ts';
 
 interface RunArgs extends ApiArgs {
@@ -28,6 +29,11 @@ interface RunArgs extends ApiArgs {
   'lookback-seconds'?: number;
   'snapshot-every-hours'?: number;
   shard?: string;
+  windows?: number;
+  'checkpoint-pages'?: number;
+  'checkpoint-seconds'?: number;
+  'wait-for-lock'?: number;
+  'purge-on-revoke'?: boolean;
   progress?: 'auto' | 'tty' | 'json' | 'none';
   json?: boolean;
 }
@@ -68,6 +74,11 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     lookback_seconds: a['lookback-seconds'],
     snapshot_every_hours: a['snapshot-every-hours'],
     shard: a.shard,
+    windows: a.windows,
+    checkpoint_pages: a['checkpoint-pages'],
+    checkpoint_seconds: a['checkpoint-seconds'],
+    wait_for_lock: a['wait-for-lock'],
+    purge_on_revoke: a['purge-on-revoke'],
     progress: a.progress,
   };
 }
@@ -111,6 +122,20 @@ export const runCommand: CommandModule<object, RunArgs> = {
         describe: 'full snapshot interval for tables without deletion records (default 168)',
       })
       .option('shard', { type: 'string', describe: 'I/N: export only the schools of shard I of N (stable hash of the school id)' })
+      .option('windows', {
+        type: 'number',
+        describe: 'split a full read of a big school into N updated_at windows read side by side (default 1)',
+      })
+      .option('checkpoint-pages', { type: 'number', describe: 'a long read commits what it has every N pages (default 50; 0: never)' })
+      .option('checkpoint-seconds', { type: 'number', describe: '... or every N seconds, whichever comes first (default 60; 0: never)' })
+      .option('wait-for-lock', {
+        type: 'number',
+        describe: 'wait up to N seconds for another run holding this destination (and shard) to finish (default: fail at once)',
+      })
+      .option('purge-on-revoke', {
+        type: 'boolean',
+        describe: 'delete the data of schools the service lists as revoked or declined (as webhooks serve --purge-on-revoke)',
+      })
       .option('progress', {
         choices: ['auto', 'tty', 'json', 'none'] as const,
         describe: 'live display on a TTY, JSON lines otherwise (default auto)',
@@ -118,13 +143,41 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .option('json', { type: 'boolean', describe: 'print the summary as JSON' }) as unknown as Argv<RunArgs>,
   handler: async (a) => {
     const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a));
-    const ac = new AbortController();
-    const stop = () => ac.abort(new Error('interrupted'));
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    const summary = await runExport(cfg, { signal: ac.signal });
-    if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
-    if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
-    process.exitCode = summary.status === 'ok' ? 0 : 1;
+    const interrupt = onInterrupt();
+    const source = await openSource(cfg);
+    try {
+      const summary = await runExport(source.cfg, { token: source.token, signal: interrupt.signal });
+      if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
+      if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
+      process.exitCode = summary.status === 'ok' ? 0 : summary.status === 'interrupted' ? interrupt.exitCode() : 1;
+    } finally {
+      interrupt.dispose();
+      await source.close();
+    }
   },
 };
+
+const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+
+/**
+ * The first SIGINT/SIGTERM asks the run to stop (tasks stop at their next page, nothing
+ * half-written is committed, the manifest says `interrupted`); a second one exits at once.
+ */
+function onInterrupt(): { signal: AbortSignal; exitCode(): number; dispose(): void } {
+  const ac = new AbortController();
+  let received: keyof typeof SIGNAL_EXIT | undefined;
+  const handler = (sig: keyof typeof SIGNAL_EXIT) => {
+    if (received) process.exit(SIGNAL_EXIT[sig]);
+    received = sig;
+    process.stderr.write(`school-export: ${sig} received: stopping (finishing the manifest); send it again to exit at once\n`);
+    ac.abort(new Error(`interrupted by ${sig}`));
+  };
+  for (const sig of Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]) process.on(sig, handler);
+  return {
+    signal: ac.signal,
+    exitCode: () => SIGNAL_EXIT[received ?? 'SIGINT'],
+    dispose: () => {
+      for (const sig of Object.keys(SIGNAL_EXIT)) process.off(sig, handler);
+    },
+  };
+}

@@ -1,29 +1,54 @@
-import type { ApiClient, PageBatch } from '../source/client.ts';
-import type { ResourceSpec } from '../resources/types.ts';
-import { resourceByName, tableSchemas } from '../resources/index.ts';
-import { compileFlattener } from '../flatten/index.ts';
 import type { Format, FormatOptions } from '../format/types.ts';
+import { checkpointResource, nextWatermark, promoteResource, updatedAfterParam } from '../manifest/state.ts';
+import type { Manifest, ManifestTask, ResourceState } from '../manifest/types.ts';
+import type { ResourceSpec } from '../resources/types.ts';
+import type { ApiClient } from '../source/client.ts';
 import type { Sink } from '../sink/types.ts';
-import type { Manifest, ManifestFile, ManifestTask } from '../manifest/types.ts';
-import type { Row, TableSchema } from '../table.ts';
-import { TableFiles } from './table-files.ts';
-import { updatedAfterParam } from './watermark.ts';
-import { detectSnapshotDeletions } from './snapshot-deletions.ts';
+import { CheckpointPolicy } from './checkpoints.ts';
+import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
+import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
+import { CursorRefused, runWalks, type Walk } from './walks.ts';
+import { splitByTime, updatedAtMs, WindowDedupe } from './windows.ts';
 
-export interface SchoolRef {
-  id: string;
-  region: string;
-  domain?: string;
-  record: unknown; // the school object from discovery
-}
+export type { SchoolRef };
 
 export interface TaskPlan {
   school: SchoolRef;
   spec: ResourceSpec;
   mode: 'full' | 'incremental';
+  /** What is sent as updated_after (naive UTC), for incremental reads. */
+  updatedAfter?: string;
+  /** The previous snapshot's id list (tables without deletion records). */
+  knownIdsFile?: string;
+  /** A read committed up to a checkpoint by an earlier run: resume it. */
+  resume?: NonNullable<ResourceState['checkpoint']>;
+  /** The directive generation a full read satisfies (approvals, migrations). */
+  forceFullSeq?: number;
+  /** "table.column" values null for lack of scope at this school. */
+  scopeMasked: string[];
+  /** The committed watermark the new one may not fall behind (null: forced or --full-refresh start afresh). */
   previousWatermark: string | null;
-  knownIdsFile?: string; // previous snapshot's ids (tables without deletion records)
+  /** Why the plan chose this mode (shown by --dry-run and progress). */
+  reason: string;
+  /** Windows a full read of a big school is split into (1: one cursor walk). */
+  windows: number;
+  /** The response the plan's probe already read (school_permissions): not requested again. */
+  prefetched?: { body: unknown; serverDate?: Date };
 }
+
+/** Handed to the run's committer: list the piece in a manifest part, then advance the state. */
+export interface PieceCommit {
+  task: ManifestTask;
+  deletions: Manifest['deletions'];
+  state: (prev: ResourceState | undefined) => ResourceState;
+  /** Files no longer referenced once the state has advanced (superseded id lists). */
+  obsolete: string[];
+}
+
+export type TaskEvent =
+  | { event: 'checkpoint'; seq: number; pages: number; rows: number }
+  | { event: 'resumed'; seq: number; pages: number; rows: number }
+  | { event: 'resume_refused'; reason: string };
 
 export interface TaskEnv {
   client: ApiClient;
@@ -36,156 +61,326 @@ export interface TaskEnv {
   lookbackSeconds: number;
   limits: { maxRows: number; maxBytes: number };
   nextSeq: (dir: string) => number;
+  checkpoints: CheckpointPolicy;
+  /** Throws when the school may no longer be committed (access revoked meanwhile). */
+  admit: () => Promise<void>;
+  commit: (piece: PieceCommit) => Promise<void>;
   onProgress?: (p: { rows: number; pages: number; bytes: number }) => void;
+  onEvent?: (e: TaskEvent) => void;
   signal?: AbortSignal;
 }
 
-export interface TaskOutcome {
-  task: ManifestTask;
-  deletions: Manifest['deletions'];
-  taskStart: Date; // server clock when the first page was answered: the next watermark
-  snapshotIdsFile?: string; // written for the next snapshot comparison
+export interface TaskResult {
+  rows: number;
+  files: number;
+  pieces: number;
+  resumed: boolean;
 }
 
-const DELETIONS_SCHEMA: TableSchema = tableSchemas(resourceByName('deletions')!)[0]!;
+/** Where a read stands: the state a checkpoint saves and a resumed read starts from. */
+interface ReadProgress {
+  snapshot: string;
+  seq: number;
+  pages: number;
+  rows: number;
+  bytes: number;
+  startedAt?: Date;
+  idsFiles: string[];
+  resumed: boolean;
+  files: number;
+}
 
-/** Reads one resource of one school and writes its tables' files. Files are committed on return. */
-export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskOutcome> {
-  const { school, spec } = plan;
-  const flattener = compileFlattener(spec);
-  const schemas = new Map<string, TableSchema>(flattener.tables.map((t) => [t.name, t]));
-  // Snapshot-detected deletions of this resource go to the deletions table.
-  if (!schemas.has('deletions')) schemas.set('deletions', DELETIONS_SCHEMA);
-  const writers = new Map<string, TableFiles>();
-  const writerFor = (table: string): TableFiles => {
-    let w = writers.get(table);
-    if (!w) {
-      const schema = schemas.get(table);
-      if (!schema) throw new Error(`flattener produced rows for undeclared table ${table}`);
-      const dir = `${table}/region=${school.region}/school_id=${school.id}`;
-      w = new TableFiles(env.sink, env.format, env.formatOptions, schema, dir, env.runId, env.nextSeq, env.limits);
-      writers.set(table, w);
-    }
-    return w;
-  };
-  const ctx = { schoolId: school.id, region: school.region, runId: env.runId, extractedAt: env.extractedAt };
-  const query: Record<string, string | number | boolean | undefined> = { ...(spec.query ?? {}) };
-  let updatedAfter: string | undefined;
-  if (plan.mode === 'incremental' && plan.previousWatermark && spec.incremental) {
-    updatedAfter = updatedAfterParam(plan.previousWatermark, env.lookbackSeconds);
-    query.updated_after = updatedAfter;
-  }
-  const path = spec.path.replace('{school_id}', school.id);
-  const reqCtx = { school: school.id, endpoint: spec.path };
-  const localStart = new Date();
-  let taskStart: Date | undefined;
-  const deletions: Manifest['deletions'] = [];
-  const seenIds =
-    plan.mode === 'full' && spec.incremental && !spec.deletionType && spec.key.length === 1 && spec.scope === 'school'
-      ? new Set<string>()
-      : undefined;
-  let rows = 0;
-  let pages = 0;
-  let bytes = 0;
-
-  const writeRecords = async (records: unknown[]) => {
-    const out = flattener.flattenBatch(records, ctx);
-    for (const [table, tableRows] of out) {
-      if (tableRows.length) await writerFor(table).write(tableRows);
-      if (table === 'deletions') collectDeletions(tableRows, school.id, deletions);
-    }
-    if (seenIds) for (const r of records) seenIds.add(String((r as Record<string, unknown>)[spec.key[0]!]));
-    rows += records.length;
-  };
-
+/**
+ * Reads one resource of one school and commits its files: at the end, and for long paginated
+ * reads also at checkpoints (every N pages or M seconds), so a killed run resumes where it was.
+ */
+export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskResult> {
+  const collectKeys = plan.mode === 'full' && snapshotComparable(plan.spec);
+  const out = new TaskOutput({ ...env, spec: plan.spec, school: plan.school, collectKeys });
+  const progress = startProgress(plan, env);
   try {
-    if (spec.scope === 'discovery') {
-      taskStart = env.client.serverNow() ?? localStart;
-      await writeRecords([school.record]);
-    } else if (spec.shape === 'object' || !spec.paginated) {
-      const { body, serverDate } = await env.client.getJson<{ data: unknown }>(path, { domain: school.domain, query, ctx: reqCtx });
-      taskStart = serverDate ?? localStart;
-      const data = body?.data;
-      await writeRecords(spec.shape === 'object' ? [data] : Array.isArray(data) ? data : []);
-      pages = 1;
-    } else {
-      const it = env.client.paginate(path, {
-        domain: school.domain,
-        query,
-        mode: 'cursor',
-        perPage: env.perPage,
-        include: spec.children?.map((c) => c.include),
-        ctx: reqCtx,
-      });
-      for await (const batch of it as AsyncGenerator<PageBatch>) {
-        env.signal?.throwIfAborted();
-        if (!taskStart) taskStart = batch.serverDate ?? localStart;
-        await writeRecords(batch.rows);
-        if (batch.last) {
-          pages += 1;
-          bytes += batch.bytes;
-        }
-        env.onProgress?.({ rows, pages, bytes });
-      }
-    }
-    taskStart ??= localStart;
-
-    let snapshotIdsFile: string | undefined;
-    if (seenIds) {
-      const detected = await detectSnapshotDeletions({
-        sink: env.sink,
-        previousIdsFile: plan.knownIdsFile,
-        seen: seenIds,
-        table: spec.name,
-        detectedAt: taskStart,
-        ctx,
-        runId: env.runId,
-      });
-      snapshotIdsFile = detected.idsFile;
-      if (detected.rows.length) {
-        await writerFor('deletions').write(detected.rows);
-        collectDeletions(detected.rows, school.id, deletions);
-      }
-    }
-
-    const files: ManifestFile[] = [];
-    for (const w of writers.values()) files.push(...(await w.finish()));
-    const rowCounts: Record<string, number> = {};
-    for (const [t, w] of writers) rowCounts[t] = w.rows;
-    const drift: Record<string, string[]> = {};
-    for (const [t, fields] of flattener.drift()) if (fields.size) drift[t] = [...fields].sort();
-    return {
-      task: {
-        school_id: school.id,
-        region: school.region,
-        resource: spec.name,
-        status: 'committed',
-        mode: updatedAfter ? 'incremental' : 'full',
-        ...(updatedAfter ? { updated_after: updatedAfter } : {}),
-        files,
-        rows: rowCounts,
-        ...(Object.keys(drift).length ? { drift_fields: drift } : {}),
-      },
-      deletions,
-      taskStart,
-      snapshotIdsFile,
-    };
+    const localStart = new Date();
+    const serverStart = await readAll(plan, env, out, progress);
+    progress.startedAt ??= serverStart ?? localStart;
+    await commitFinal(plan, env, out, progress);
+    return { rows: progress.rows, files: progress.files, pieces: progress.seq, resumed: progress.resumed };
   } catch (e) {
-    await Promise.allSettled([...writers.values()].map((w) => w.abort()));
+    await out.abort();
     throw e;
   }
 }
 
-/** Deletions also go into the run manifest, so a reader can act on them without the files. */
-function collectDeletions(rows: Row[], schoolId: string, out: Manifest['deletions']): void {
-  for (const r of rows) {
-    out.push({
-      school_id: schoolId,
-      type: String(r.type),
-      id: String(r.id),
-      deleted_at: (r.deleted_at as string | null) ?? null,
-      restored_at: (r.restored_at as string | null) ?? null,
-      detected_by: r.detected_by === 'snapshot' ? 'snapshot' : 'api',
-    });
+/** Full reads of school lists keyed by one id, in tables the service keeps no deletion records for. */
+function snapshotComparable(spec: ResourceSpec): boolean {
+  return spec.incremental && !spec.deletionType && spec.key.length === 1 && spec.scope === 'school';
+}
+
+function startProgress(plan: TaskPlan, env: TaskEnv): ReadProgress {
+  const r = plan.resume;
+  if (!r) return { snapshot: env.runId, seq: 0, pages: 0, rows: 0, bytes: 0, idsFiles: [], resumed: false, files: 0 };
+  return {
+    snapshot: r.snapshot,
+    seq: r.seq,
+    pages: r.pages,
+    rows: r.rows,
+    bytes: 0,
+    startedAt: new Date(r.started_at),
+    idsFiles: [...(r.ids_files ?? [])],
+    resumed: true,
+    files: 0,
+  };
+}
+
+/** Reads every page (or the one object) and returns the server's clock at the first answer. */
+async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<Date | undefined> {
+  const { spec, school } = plan;
+  if (spec.scope === 'discovery') {
+    await out.writeRecords([school.record]);
+    progress.rows += 1;
+    return env.client.serverNow();
   }
+  const path = spec.path.replace('{school_id}', school.id);
+  const query: Record<string, string | number | boolean | undefined> = { ...(spec.query ?? {}), updated_after: plan.updatedAfter };
+  const ctx = { school: school.id, endpoint: spec.path };
+  if (spec.shape === 'object' || !spec.paginated) {
+    const { body, serverDate } = (plan.prefetched ?? (await env.client.getJson(path, { domain: school.domain, query, ctx }))) as {
+      body: { data?: unknown } | undefined;
+      serverDate?: Date;
+    };
+    const data = body?.data;
+    const records = spec.shape === 'object' ? [data] : Array.isArray(data) ? data : [];
+    await out.writeRecords(records);
+    progress.rows += records.length;
+    progress.pages = 1;
+    return serverDate;
+  }
+  return readPages(plan, env, out, progress, { path, query, ctx });
+}
+
+type ListRequest = {
+  path: string;
+  query: Record<string, string | number | boolean | undefined>;
+  ctx: { school: string; endpoint: string };
+};
+
+/**
+ * A paginated read: one cursor walk, or for a big school's full read (`--windows N`) one walk
+ * per updated_at window after a first page that samples the school. A resumed read carries on
+ * from its saved walks; a saved cursor the service refuses starts the read over from page 1.
+ */
+async function readPages(
+  plan: TaskPlan,
+  env: TaskEnv,
+  out: TaskOutput,
+  progress: ReadProgress,
+  req: ListRequest,
+): Promise<Date | undefined> {
+  if (plan.resume) env.onEvent?.({ event: 'resumed', seq: progress.seq, pages: progress.pages, rows: progress.rows });
+  try {
+    if (!plan.resume) return await startRead(plan, env, out, progress, req);
+    const serverStart = await walkAll(plan, env, out, progress, req, plan.resume.walks, plan.resume.boundaries);
+    await catchUp(plan, env, out, progress, req);
+    return serverStart;
+  } catch (e) {
+    if (!(e instanceof CursorRefused)) throw e;
+    // The saved cursor expired or was invalidated: read again from page 1, as a new snapshot.
+    env.onEvent?.({ event: 'resume_refused', reason: e.message });
+    Object.assign(progress, { snapshot: env.runId, seq: 0, pages: 0, rows: 0, startedAt: undefined, idsFiles: [], resumed: false });
+    return startRead(plan, env, out, progress, req);
+  }
+}
+
+/**
+ * A read resumed in a later run may have passed rows that changed since its first attempt began:
+ * one incremental walk from then (minus the lookback) reads them, so the resumed task ends as
+ * exact as an uninterrupted one, and the watermark moves to the catch-up's own start.
+ */
+async function catchUp(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress, req: ListRequest): Promise<void> {
+  if (!plan.spec.updatedAtField || !progress.startedAt) return;
+  const after = updatedAfterParam(progress.startedAt.toISOString(), env.lookbackSeconds);
+  const requested = new Date();
+  const serverStart = await walkAll(plan, env, out, progress, req, [{ after }]);
+  progress.startedAt = serverStart ?? requested;
+}
+
+async function startRead(
+  plan: TaskPlan,
+  env: TaskEnv,
+  out: TaskOutput,
+  progress: ReadProgress,
+  req: ListRequest,
+): Promise<Date | undefined> {
+  const field = plan.spec.updatedAtField;
+  if (plan.windows <= 1 || plan.mode !== 'full' || !field) return walkAll(plan, env, out, progress, req, [{}]);
+  // The first page, as one request (no page fetched ahead): its rows are written and sample the school.
+  const first = await env.client.getJson<{ data?: unknown; meta?: { pagination?: { next?: unknown; more?: unknown } } }>(req.path, {
+    domain: plan.school.domain,
+    query: { ...req.query, ...listQuery(plan, env) },
+    ctx: req.ctx,
+  });
+  const records = Array.isArray(first.body?.data) ? first.body.data : [];
+  await out.writeRecords(records);
+  progress.rows += records.length;
+  progress.pages += 1;
+  const pagination = first.body?.meta?.pagination;
+  if (pagination?.more === false || typeof pagination?.next !== 'string' || pagination.next === '') return first.serverDate;
+  const stamps = records.map((r) => updatedAtMs(r, field)).filter((t): t is number => t !== undefined);
+  const until = first.serverDate ?? new Date();
+  const { windows, boundaries } = splitByTime(new Date(stamps.length ? Math.min(...stamps) : 0), until, plan.windows);
+  const dedupe = new WindowDedupe(boundaries, field, plan.spec.key[0] ?? 'id');
+  dedupe.remember(records);
+  progress.startedAt ??= until;
+  await walkAll(plan, env, out, progress, req, windows, boundaries, dedupe);
+  return first.serverDate;
+}
+
+async function walkAll(
+  plan: TaskPlan,
+  env: TaskEnv,
+  out: TaskOutput,
+  progress: ReadProgress,
+  req: ListRequest,
+  walks: Walk[],
+  boundaries?: number[],
+  dedupe = boundaries?.length
+    ? new WindowDedupe(boundaries, plan.spec.updatedAtField ?? 'updated_at', plan.spec.key[0] ?? 'id')
+    : undefined,
+): Promise<Date | undefined> {
+  let serverStart: Date | undefined;
+  const state = walks.map((w) => ({ ...w }));
+  return runWalks(state, {
+    pages: (w) =>
+      env.client.paginate(req.path, {
+        domain: plan.school.domain,
+        query: { ...req.query, ...(w.after ? { updated_after: w.after } : {}), ...(w.before ? { updated_before: w.before } : {}) },
+        mode: 'cursor',
+        perPage: env.perPage,
+        include: plan.spec.children?.map((c) => c.include),
+        ctx: req.ctx,
+        ...(w.next ? { from: w.next } : {}),
+      }),
+    write: async (records) => {
+      await out.writeRecords(records);
+      progress.rows += records.length;
+    },
+    pageDone: (batch) => {
+      serverStart ??= batch.serverDate;
+      progress.pages += 1;
+      progress.bytes += batch.bytes;
+      env.onProgress?.({ rows: progress.rows, pages: progress.pages, bytes: progress.bytes });
+    },
+    checkpoint: async (current) => {
+      progress.startedAt ??= serverStart ?? new Date();
+      await commitCheckpoint(plan, env, out, progress, {
+        walks: current.map((w) => ({ ...w })),
+        ...(boundaries?.length ? { boundaries } : {}),
+      });
+    },
+    timer: env.checkpoints.start(progress.pages),
+    pagesRead: () => progress.pages,
+    ...(dedupe ? { dedupe } : {}),
+    ...(env.signal ? { signal: env.signal } : {}),
+  });
+}
+
+/** The list query a page of this task carries (what paginate adds on its own). */
+function listQuery(plan: TaskPlan, env: TaskEnv): Record<string, string | number | boolean> {
+  const include = plan.spec.children?.map((c) => c.include) ?? [];
+  return { per_page: env.perPage, cursor: true, ...(include.length ? { include: include.join(',') } : {}) };
+}
+
+function pieceTask(
+  plan: TaskPlan,
+  piece: CommittedPiece,
+  progress: ReadProgress,
+  final: boolean,
+  drift: Record<string, string[]>,
+): ManifestTask {
+  const split = progress.seq > 0 || !final;
+  return {
+    school_id: plan.school.id,
+    region: plan.school.region,
+    resource: plan.spec.name,
+    status: 'committed',
+    mode: plan.updatedAfter ? 'incremental' : 'full',
+    ...(plan.updatedAfter ? { updated_after: plan.updatedAfter } : {}),
+    files: piece.files,
+    rows: piece.rows,
+    ...(Object.keys(drift).length ? { drift_fields: drift } : {}),
+    ...(split ? { checkpoint: { snapshot: progress.snapshot, seq: progress.seq + 1, final } } : {}),
+    ...(plan.scopeMasked.length ? { scope_masked: byTable(plan.scopeMasked) } : {}),
+  };
+}
+
+async function commitCheckpoint(
+  plan: TaskPlan,
+  env: TaskEnv,
+  out: TaskOutput,
+  progress: ReadProgress,
+  cursor: { walks: Walk[]; boundaries?: number[] },
+): Promise<void> {
+  await env.admit();
+  const piece = await out.commit();
+  if (out.keys) {
+    const chunk = await writeKeyChunk(env.sink, plan, progress.snapshot, progress.seq + 1, out.keys);
+    out.keys.clear();
+    progress.idsFiles.push(chunk);
+  }
+  const task = pieceTask(plan, piece, progress, false, out.drift());
+  const checkpoint: NonNullable<ResourceState['checkpoint']> = {
+    snapshot: progress.snapshot,
+    seq: progress.seq + 1,
+    ...cursor,
+    pages: progress.pages,
+    rows: progress.rows,
+    started_at: progress.startedAt!.toISOString(),
+    ...(plan.updatedAfter ? { updated_after: plan.updatedAfter } : {}),
+    ...(progress.idsFiles.length ? { ids_files: [...progress.idsFiles] } : {}),
+  };
+  await env.commit({ task, deletions: piece.deletions, state: (prev) => checkpointResource(prev, checkpoint), obsolete: [] });
+  progress.seq += 1;
+  progress.files += piece.files.length;
+  env.onEvent?.({ event: 'checkpoint', seq: progress.seq, pages: progress.pages, rows: progress.rows });
+}
+
+async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<void> {
+  let snapshotIdsFile: string | undefined;
+  const obsolete: string[] = [];
+  if (out.keys) {
+    const snap = await finishSnapshot({
+      sink: env.sink,
+      plan,
+      output: out,
+      chunks: progress.idsFiles,
+      detectedAt: progress.startedAt!,
+      runId: env.runId,
+    });
+    snapshotIdsFile = snap.idsFile;
+    obsolete.push(...progress.idsFiles, ...(plan.knownIdsFile && plan.knownIdsFile !== snap.idsFile ? [plan.knownIdsFile] : []));
+  }
+  await env.admit();
+  const piece = await out.commit();
+  const watermark = nextWatermark(plan.previousWatermark, progress.startedAt!);
+  const task = { ...pieceTask(plan, piece, progress, true, out.drift()), watermark };
+  const read = {
+    runId: env.runId,
+    mode: task.mode,
+    taskStart: progress.startedAt!,
+    watermark,
+    snapshotIdsFile,
+    forceFullSeq: plan.forceFullSeq,
+    scopeMasked: plan.scopeMasked,
+  };
+  await env.commit({ task, deletions: piece.deletions, state: (prev) => promoteResource(prev, read), obsolete });
+  progress.seq += 1;
+  progress.files += piece.files.length;
+}
+
+function byTable(columns: string[]): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const c of columns) {
+    const dot = c.indexOf('.');
+    (out[c.slice(0, dot)] ??= []).push(c.slice(dot + 1));
+  }
+  return out;
 }
