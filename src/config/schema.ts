@@ -24,6 +24,10 @@ export interface PipelineConfig {
   s3_endpoint?: string;
   s3_region?: string;
   s3_checksum_when_required?: boolean;
+  /** Server-side encryption of every object written to S3. */
+  s3_sse?: 'AES256' | 'aws:kms';
+  /** With s3_sse aws:kms: the KMS key (id, ARN or alias/name); default the bucket's AWS-managed key. */
+  s3_sse_kms_key_id?: string;
   format?: 'ndjson' | 'csv' | 'parquet';
   gzip?: boolean;
   csv_formula_guard?: boolean;
@@ -112,6 +116,8 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   s3_endpoint: str,
   s3_region: str,
   s3_checksum_when_required: bool,
+  s3_sse: oneOf('AES256', 'aws:kms'),
+  s3_sse_kms_key_id: str,
   format: oneOf('ndjson', 'csv', 'parquet'),
   gzip: bool,
   csv_formula_guard: bool,
