@@ -46,6 +46,10 @@ export interface RunConfig {
   purgeOnRevoke: boolean;
   shard: { index: number; count: number };
   progress: 'auto' | 'tty' | 'json' | 'none';
+  /** The least severe JSON log line written (debug shows every page). */
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Retry budget of each request (see source/retry.ts for the defaults). */
+  retry: { maxAttempts?: number; maxElapsedMs?: number };
   /** The personal-data policy and, when it pseudonymises, the key (read once, here). */
   personalData: PersonalDataSettings;
 }
@@ -141,6 +145,11 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
     progress: c.progress ?? 'auto',
+    logLevel: c.log_level ?? 'info',
+    retry: {
+      ...(c.max_retries !== undefined ? { maxAttempts: c.max_retries + 1 } : {}),
+      ...(c.max_retry_seconds !== undefined ? { maxElapsedMs: c.max_retry_seconds * 1000 } : {}),
+    },
     personalData,
   };
 }

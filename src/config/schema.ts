@@ -50,6 +50,9 @@ export interface PipelineConfig {
   windows?: number;
   purge_on_revoke?: boolean;
   shard?: string;
+  log_level?: 'debug' | 'info' | 'warn' | 'error';
+  max_retries?: number;
+  max_retry_seconds?: number;
   progress?: 'auto' | 'tty' | 'json' | 'none';
   /** What to do with personal data (docs/personal-data.md); default: keep everything as read. */
   personal_data?: PersonalDataConfig;
@@ -143,6 +146,9 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   purge_on_revoke: bool,
   shard,
   progress: oneOf('auto', 'tty', 'json', 'none'),
+  log_level: oneOf('debug', 'info', 'warn', 'error'),
+  max_retries: int(0, 100),
+  max_retry_seconds: int(1, 24 * 3600),
   personal_data: object({
     person_id: oneOf('keep', 'pseudonymise'),
     direct_identifier: oneOf('keep', 'pseudonymise', 'drop'),

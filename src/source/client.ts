@@ -24,6 +24,8 @@ export interface ClientOptions {
   onEvent?: (e: ClientEvent) => void;
   /** Time for retry waits; tests inject one so a Retry-After of seconds costs none. */
   clock?: Clock;
+  /** Aborts every request and retry wait at once (a run interrupted by SIGINT/SIGTERM stops promptly). */
+  signal?: AbortSignal;
 }
 
 export type ClientEvent =
@@ -81,6 +83,7 @@ export class ApiClient {
   private readonly token: string;
   private readonly threshold: number | undefined;
   private readonly clock: Clock;
+  private readonly signal: AbortSignal | undefined;
   private readonly onEvent: (e: ClientEvent) => void;
   private latestDate: Date | undefined;
 
@@ -93,6 +96,7 @@ export class ApiClient {
     this.auth = opts.auth ?? 'bearer';
     this.threshold = opts.streamThresholdBytes;
     this.clock = opts.clock ?? realClock;
+    this.signal = opts.signal;
     const sink = opts.onEvent;
     // a logging callback that throws must not break an export
     this.onEvent = sink
@@ -159,7 +163,7 @@ export class ApiClient {
         let res: RawResponse;
         const started = this.clock.now();
         try {
-          res = await this.pools.request(call.url, { method, headers, body: payload });
+          res = await this.pools.request(call.url, { method, headers, body: payload, signal: call.signal });
         } catch (e) {
           const reason = redactText(classifyFailure(e).reason, call.secrets);
           throw new ApiError('E_HTTP_RETRIES', `${call.at}: ${reason}; not retried, as the request may have been applied`, {
@@ -202,7 +206,8 @@ export class ApiClient {
     if (o.include && o.include.length > 0) query.include = o.include.join(',');
     const url = o.from === undefined ? this.url(path, o.domain, query) : this.resumeUrl(o.from, o.domain);
     const links = new PageLinks(url, where('GET', describeUrl(url), o.ctx), fieldsOf(o.ctx, url));
-    const open = (u: URL, signal: AbortSignal) => this.pageWithRetries({ ...this.call('GET', u, o), signal }, o.rowKey);
+    const open = (u: URL, signal: AbortSignal) =>
+      this.pageWithRetries({ ...this.call('GET', u, o), signal: this.signal ? AbortSignal.any([signal, this.signal]) : signal }, o.rowKey);
     for await (const { batch: b, page, final, next } of walkPages(url, links, open)) {
       const nextPage = next ? `${next.pathname}${next.search}` : undefined;
       yield {
@@ -345,7 +350,8 @@ export class ApiClient {
       token = o.token;
     }
     const authorization = this.auth === 'basic' ? `Basic ${Buffer.from(`${token}:`).toString('base64')}` : `Bearer ${token}`;
-    return { url, at, fields: fieldsOf(o.ctx, url), authorization, secrets: token === this.token ? [this.token] : [this.token, token] };
+    const secrets = token === this.token ? [this.token] : [this.token, token];
+    return { url, at, fields: fieldsOf(o.ctx, url), authorization, secrets, ...(this.signal ? { signal: this.signal } : {}) };
   }
 
   private url(path: string, domain: string | undefined, query?: Query): URL {
