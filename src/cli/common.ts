@@ -1,5 +1,33 @@
-import type { Argv } from 'yargs';
-export { normaliseBaseUrl, parseDomains, resolveToken } from '../config/credentials.ts';
+import { once } from 'node:events';
+import type { Argv, Options } from 'yargs';
+import { normaliseBaseUrl, parseDomains, resolveToken } from '../config/credentials.ts';
+import { envName, envSetting } from '../config/env.ts';
+import type { PipelineKey } from '../config/schema.ts';
+import { ConfigError } from '../errors.ts';
+import { ApiClient } from '../source/client.ts';
+
+/**
+ * What the commands share: the API options and the client built from them (flags, then
+ * SCHOOL_EXPORT_* environment variables), help text that names each setting's variable and
+ * default, and output helpers (terminal or NDJSON, back-pressure).
+ */
+
+export const PRECEDENCE =
+  'Every setting comes from, in this order: its flag, its SCHOOL_EXPORT_<KEY> environment variable, the pipeline file, the default. ' +
+  'The token: SCHOOL_API_TOKEN or --token-file. S3: the standard AWS variables (AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, ...).';
+
+/** "rows per page [env SCHOOL_EXPORT_PER_PAGE] (default 1000)" */
+export function settingHelp(key: PipelineKey, what: string, def?: string | number): string {
+  return `${what} [env ${envName(key)}]${def === undefined ? '' : ` (default ${def})`}`;
+}
+
+/**
+ * An integer flag. Declared without a yargs type so that a value that is not a number reaches
+ * validation as typed ("--per-page abc: expected an integer from 1 to 100000") instead of NaN.
+ */
+export function integerOption(describe: string): Options {
+  return { requiresArg: true, describe: `${describe} [integer]` };
+}
 
 /** Options every command that talks to the API shares. */
 export interface ApiArgs {
@@ -11,20 +39,61 @@ export interface ApiArgs {
 
 export function withApiOptions<T>(y: Argv<T>): Argv<T & ApiArgs> {
   return y
-    .option('api-url', { type: 'string', describe: 'base URL of the default (discovery) domain; /v1.0/... is appended' })
-    .option('token-file', { type: 'string', describe: 'file holding the access token (default: $SCHOOL_API_TOKEN)' })
+    .option('api-url', {
+      type: 'string',
+      describe: settingHelp('api_url', 'base URL of the default (discovery) domain; /v1.0/... is appended'),
+    })
+    .option('token-file', {
+      type: 'string',
+      describe: settingHelp('token_file', 'file holding the access token (else $SCHOOL_API_TOKEN)'),
+    })
     .option('domain', {
       type: 'string',
       array: true,
-      describe:
-        'NAME=URL: where to reach a regional domain named in region.domain (repeatable); the token is sent only to configured domains',
+      describe: settingHelp(
+        'domains',
+        'NAME=URL: where to reach a regional domain named in region.domain (repeatable; env: NAME=URL,NAME=URL); the token is sent only to configured domains',
+      ),
     })
-    .option('auth', { choices: ['bearer', 'basic'] as const, describe: 'how the token is presented (default bearer)' }) as Argv<
-    T & ApiArgs
-  >;
+    .option('auth', {
+      choices: ['bearer', 'basic'] as const,
+      describe: settingHelp('auth', 'how the token is presented', 'bearer'),
+    }) as Argv<T & ApiArgs>;
+}
+
+/** The API options with the environment's filling what flags leave out (flags win). */
+export function apiSettings(
+  a: ApiArgs,
+  env: NodeJS.ProcessEnv = process.env,
+): { apiUrl: string; domains: Record<string, string>; auth?: 'bearer' | 'basic'; tokenFile?: string } {
+  const apiUrl = a['api-url'] ?? envSetting(env, 'api_url');
+  if (!apiUrl)
+    throw new ConfigError(
+      'pass --api-url URL (or set SCHOOL_EXPORT_API_URL): the base of the default (discovery) domain, e.g. https://api.example.com',
+      'E_USAGE',
+    );
+  const envDomains = envSetting(env, 'domains');
+  const auth = a.auth ?? envSetting(env, 'auth');
+  if (auth !== undefined && auth !== 'bearer' && auth !== 'basic')
+    throw new ConfigError(`SCHOOL_EXPORT_AUTH=${auth}: expected one of bearer, basic`);
+  return {
+    apiUrl: normaliseBaseUrl(apiUrl, a['api-url'] ? '--api-url' : 'SCHOOL_EXPORT_API_URL'),
+    domains: { ...parseDomains(envDomains?.split(',').filter((s) => s.trim())), ...parseDomains(a.domain) },
+    auth,
+    tokenFile: a['token-file'] ?? envSetting(env, 'token_file'),
+  };
+}
+
+export function clientFromArgs(a: ApiArgs, env: NodeJS.ProcessEnv = process.env): ApiClient {
+  const s = apiSettings(a, env);
+  return new ApiClient({ apiUrl: s.apiUrl, token: resolveToken(s.tokenFile, env), auth: s.auth, domains: s.domains });
 }
 
 /** Human output on a TTY, NDJSON when piped or with --json. */
 export function wantsJson(flag: boolean | undefined, stream: NodeJS.WriteStream = process.stdout): boolean {
   return Boolean(flag) || !stream.isTTY;
+}
+
+export async function write(out: NodeJS.WritableStream, s: string): Promise<void> {
+  if (!out.write(s)) await once(out, 'drain');
 }

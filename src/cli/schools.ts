@@ -1,12 +1,9 @@
-import { once } from 'node:events';
 import type { Argv, CommandModule } from 'yargs';
-import { ApiClient } from '../source/client.ts';
-import { ConfigError } from '../errors.ts';
 import { assertSafeId } from '../ids.ts';
 import { FILTERS, LIST_NAMES, type ListFilters, type SchoolListName } from '../discovery/lists.ts';
 import { renderDetails, schoolSummary, tableHeader, tableRow } from '../discovery/render.ts';
 import { listSchools, showSchool } from '../discovery/service.ts';
-import { normaliseBaseUrl, parseDomains, resolveToken, wantsJson, withApiOptions, type ApiArgs } from './common.ts';
+import { clientFromArgs, wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
 
 /** `school-export schools list|show`: argument parsing and output only; the logic is in src/discovery/. */
 export interface CliIo {
@@ -14,20 +11,6 @@ export interface CliIo {
   err: NodeJS.WritableStream;
 }
 const stdio = (): CliIo => ({ out: process.stdout, err: process.stderr });
-
-export function clientFromArgs(a: ApiArgs): ApiClient {
-  if (!a['api-url']) throw new ConfigError('pass --api-url URL: the base of the default (discovery) domain, e.g. https://api.example.com');
-  return new ApiClient({
-    apiUrl: normaliseBaseUrl(a['api-url'], '--api-url'),
-    token: resolveToken(a['token-file']),
-    auth: a.auth,
-    domains: parseDomains(a.domain),
-  });
-}
-
-export async function write(out: NodeJS.WritableStream, s: string): Promise<void> {
-  if (!out.write(s)) await once(out, 'drain');
-}
 
 interface ListArgs extends ApiArgs, Partial<Record<(typeof FILTERS)[number], string>> {
   state: SchoolListName;

@@ -1,12 +1,24 @@
-import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
+import { RESOURCES } from '../resources/index.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
-import { validatePipeline, type CustomResourceConfig, type PipelineConfig } from './schema.ts';
+import { pipelineFromEnv } from './env.ts';
+import { readPipelineFile } from './file.ts';
+import {
+  checkShard,
+  describeValue,
+  findProblem,
+  keyPath,
+  PACKAGE_ROOT,
+  type CustomResourceConfig,
+  type LogLevel,
+  type PipelineConfig,
+  type PipelineKey,
+  type ProgressMode,
+} from './schema.ts';
 
 /** The package's own pipelines/ folder, whatever the working directory. */
-export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export { PACKAGE_ROOT };
 export const DEFAULT_PIPELINE = resolve(PACKAGE_ROOT, 'pipelines/sandbox.json');
 
 export interface RunConfig {
@@ -16,7 +28,7 @@ export interface RunConfig {
   pipelineFile?: string;
   dest: string;
   s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean };
-  format: 'ndjson' | 'csv' | 'parquet';
+  format: NonNullable<PipelineConfig['format']>;
   formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number };
   maxFileRows: number;
   maxFileBytes: number;
@@ -28,9 +40,20 @@ export interface RunConfig {
   connectionsPerDomain: number;
   perPage: number;
   lookbackSeconds: number;
+  /** Hours between full snapshots of tables without deletion records; 0 = never. Per table: snapshotEveryHoursFor(). */
   snapshotEveryHours: number;
+  /** Per-table overrides of snapshotEveryHours, from the pipeline file's resource_options. */
+  snapshotHoursByResource: Record<string, number>;
+  /** The retry budget of one request: attempts in all (first included) and time spent retrying. */
+  retry: { maxAttempts: number; maxElapsedMs: number };
   shard: { index: number; count: number };
-  progress: 'auto' | 'tty' | 'json' | 'none';
+  progress: ProgressMode;
+  logLevel: LogLevel;
+}
+
+/** The snapshot interval of one table: its resource_options entry, else the run's setting. */
+export function snapshotEveryHoursFor(cfg: Pick<RunConfig, 'snapshotEveryHours' | 'snapshotHoursByResource'>, resource: string): number {
+  return cfg.snapshotHoursByResource[resource] ?? cfg.snapshotEveryHours;
 }
 
 export const DEFAULTS = {
@@ -43,34 +66,53 @@ export const DEFAULTS = {
   perPage: 1000,
   lookbackSeconds: 300,
   snapshotEveryHours: 168,
+  maxRetries: 5,
+  maxRetrySeconds: 300,
+  logLevel: 'info' as const,
+  progress: 'auto' as const,
 };
 
-export function readPipelineFile(path: string): PipelineConfig {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new ConfigError(`pipeline file ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    throw new ConfigError(`pipeline file ${path}: not valid JSON (${(e as Error).message})`);
-  }
-  return validatePipeline(raw, `pipeline file ${path}`);
+/** The flag for a pipeline key, as a user types it. */
+export function flagName(key: string): string {
+  return key === 'domains' ? '--domain' : `--${key.replace(/_/g, '-')}`;
 }
 
 /**
- * File settings overlaid by flag settings (flags win), then defaults. With neither a file nor
- * --api-url, the package's sandbox pipeline runs.
+ * Flags are checked against the same schema as the file; a problem names the flag and the value
+ * as typed (`typed`, keyed by pipeline key), e.g. `--per-page abc: expected an integer from 1 to 100000`.
  */
-export function resolveRunConfig(file: string | undefined, flags: PipelineConfig): RunConfig {
-  validatePipeline(stripUndefined(flags), 'flags');
-  const pipelineFile = file ?? (flags.api_url ? undefined : DEFAULT_PIPELINE);
-  const fromFile = pipelineFile ? readPipelineFile(pipelineFile) : {};
-  const c: PipelineConfig = { ...fromFile, ...stripUndefined(flags) };
-  if (flags.domains) c.domains = { ...(fromFile.domains ?? {}), ...flags.domains };
+export function validateFlags(flags: PipelineConfig, typed: Partial<Record<PipelineKey, unknown>> = {}): PipelineConfig {
+  const p = findProblem(flags);
+  if (p) {
+    const [key, ...rest] = p.path as [PipelineKey, ...(string | number)[]];
+    const given = typed[key] ?? flags[key];
+    const shown = typeof given === 'string' ? (given === '' ? '""' : given) : Array.isArray(given) ? given.join(',') : String(given);
+    const inner = rest.length ? `${keyPath(rest)}: ` : '';
+    const got = rest.length && p.value !== undefined ? `, got ${describeValue(p.value)}` : '';
+    throw new ConfigError(`${flagName(key)} ${shown}: ${inner}${p.message}${got}`, 'E_USAGE');
+  }
+  return checkShard(flags, flagName('shard'));
+}
+
+/**
+ * Where each setting comes from: flags win over SCHOOL_EXPORT_<KEY> environment variables, which
+ * win over the pipeline file, which wins over defaults. With no file and no API URL (flag or
+ * environment), the package's sandbox pipeline runs. `typed` holds flag values as typed, for messages.
+ */
+export function resolveRunConfig(
+  file: string | undefined,
+  flags: PipelineConfig,
+  env: NodeJS.ProcessEnv = process.env,
+  typed: Partial<Record<PipelineKey, unknown>> = {},
+): RunConfig {
+  const fromFlags = validateFlags(stripUndefined(flags), typed);
+  const fromEnv = pipelineFromEnv(env);
+  const pipelineFile = file ?? (fromFlags.api_url || fromEnv.api_url ? undefined : DEFAULT_PIPELINE);
+  const fromFile = pipelineFile ? readPipelineFile(pipelineFile, env) : {};
+  const c: PipelineConfig = { ...fromFile, ...fromEnv, ...fromFlags };
+  c.domains = { ...fromFile.domains, ...fromEnv.domains, ...fromFlags.domains };
+  const where = pipelineFile ?? 'settings';
+  const snapshotHoursByResource = resourceOptions(c, where);
 
   let source: RunConfig['source'];
   if (c.api_url) {
@@ -109,13 +151,30 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     perPage: c.per_page ?? DEFAULTS.perPage,
     lookbackSeconds: c.lookback_seconds ?? DEFAULTS.lookbackSeconds,
     snapshotEveryHours: c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,
+    snapshotHoursByResource,
+    retry: {
+      maxAttempts: (c.max_retries ?? DEFAULTS.maxRetries) + 1,
+      maxElapsedMs: (c.max_retry_seconds ?? DEFAULTS.maxRetrySeconds) * 1000,
+    },
     shard: { index, count },
-    progress: c.progress ?? 'auto',
+    progress: c.progress ?? DEFAULTS.progress,
+    logLevel: c.log_level ?? DEFAULTS.logLevel,
   };
+}
+
+/** resource_options may only name tables that exist (built-in or custom): a typo would silently do nothing. */
+function resourceOptions(c: PipelineConfig, where: string): Record<string, number> {
+  const known = new Set([...RESOURCES.map((r) => r.name), ...(c.custom_resources ?? []).map((r) => r.name)]);
+  const out: Record<string, number> = {};
+  for (const [name, o] of Object.entries(c.resource_options ?? {})) {
+    if (!known.has(name)) throw new ConfigError(`${where}: resource_options.${name}: no such table (known: ${[...known].join(', ')})`);
+    if (o.snapshot_every_hours !== undefined) out[name] = o.snapshot_every_hours;
+  }
+  return out;
 }
 
 function stripUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
-export { parseDomains };
+export { parseDomains, readPipelineFile };
