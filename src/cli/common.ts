@@ -14,6 +14,7 @@ import { ApiClient } from '../source/client.ts';
 
 export const PRECEDENCE =
   'Every setting comes from, in this order: its flag, its SCHOOL_EXPORT_<KEY> environment variable, the pipeline file, the default. ' +
+  'Pipeline-file settings without a flag take JSON in SCHOOL_EXPORT_SANDBOX, SCHOOL_EXPORT_CUSTOM_RESOURCES and SCHOOL_EXPORT_RESOURCE_OPTIONS. ' +
   'The token: SCHOOL_API_TOKEN or --token-file. S3: the standard AWS variables (AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, ...).';
 
 /** "rows per page [env SCHOOL_EXPORT_PER_PAGE] (default 1000)" */

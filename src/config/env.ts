@@ -62,15 +62,29 @@ function parseJson(key: string, t: string): unknown {
   }
 }
 
-/** The settings given in the environment, validated; an unknown SCHOOL_EXPORT_ variable is an error (a typo would otherwise be ignored). */
+/** Edit distance, for "did you mean": a misspelt variable would otherwise be ignored without a word. */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * The settings given in the environment, validated. Other SCHOOL_EXPORT_ variables are left alone
+ * (tools and tests may use the prefix), except near-misses of a setting's name, which are errors.
+ */
 export function pipelineFromEnv(env: NodeJS.ProcessEnv = process.env): PipelineConfig {
   const props = pipelineSchema().properties;
   const keys = envKeys();
-  const known = new Set(keys.map(envName));
+  const known = keys.map(envName);
   for (const name of Object.keys(env)) {
-    if (name.startsWith(ENV_PREFIX) && !known.has(name)) {
-      throw new ConfigError(`${name}: unknown setting (known: ${[...known].join(', ')})`);
-    }
+    if (!name.startsWith(ENV_PREFIX) || known.includes(name)) continue;
+    const near = known.find((k) => distance(k, name) <= 2);
+    if (near) throw new ConfigError(`${name}: unknown setting: did you mean ${near}?`);
   }
   const out: Record<string, unknown> = {};
   for (const key of keys) {

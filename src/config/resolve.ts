@@ -91,7 +91,7 @@ export function validateFlags(flags: PipelineConfig, typed: Partial<Record<Pipel
     const got = rest.length && p.value !== undefined ? `, got ${describeValue(p.value)}` : '';
     throw new ConfigError(`${flagName(key)} ${shown}: ${inner}${p.message}${got}`, 'E_USAGE');
   }
-  return checkShard(flags, flagName('shard'));
+  return checkShard(flags, `${flagName('shard')} ${flags.shard ?? ''}`);
 }
 
 /**

@@ -187,14 +187,14 @@ export function validatePipeline(raw: unknown, where: string): PipelineConfig {
     const got = p.value === undefined ? '' : `, got ${describeValue(p.value)}`;
     throw new ConfigError(`${where}: ${keyPath(p.path)}: ${p.message}${got}`);
   }
-  return checkShard(raw as PipelineConfig, where);
+  return checkShard(raw as PipelineConfig, `${where}: shard`);
 }
 
-export function checkShard(cfg: PipelineConfig, where: string): PipelineConfig {
+/** `what` names the setting in the message: "pipeline file p.json: shard" or "--shard 4/4". */
+export function checkShard(cfg: PipelineConfig, what: string): PipelineConfig {
   if (cfg.shard) {
     const [i, n] = cfg.shard.split('/').map(Number) as [number, number];
-    if (i >= n)
-      throw new ConfigError(`${where}: shard: index ${i} must be below the shard count ${n} (shards are 0/${n} to ${n - 1}/${n})`);
+    if (i >= n) throw new ConfigError(`${what}: index ${i} must be below the shard count ${n} (shards are 0/${n} to ${n - 1}/${n})`);
   }
   return cfg;
 }
