@@ -6,7 +6,8 @@ import { buildContacts } from '../discovery/contacts.ts';
 import { ConfigError } from '../errors.ts';
 import { requestAccess, revokeAccess, type AccessResult } from '../discovery/service.ts';
 import { terminalSafe } from '../discovery/render.ts';
-import { clientFromArgs, wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
+import { clientFromArgs } from './client.ts';
+import { wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
 import type { CliIo } from './schools.ts';
 
 /** `school-export access request|revoke`: adapts arguments; validation and calls live in src/discovery/. */

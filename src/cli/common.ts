@@ -1,15 +1,12 @@
 import { once } from 'node:events';
 import type { Argv, Options } from 'yargs';
-import { normaliseBaseUrl, parseDomains, resolveToken } from '../config/credentials.ts';
-import { envName, envSetting } from '../config/env.ts';
+import { envName } from '../config/env.ts';
 import type { PipelineKey } from '../config/schema.ts';
-import { ConfigError } from '../errors.ts';
-import { ApiClient } from '../source/client.ts';
 
 /**
- * What the commands share: the API options and the client built from them (flags, then
- * SCHOOL_EXPORT_* environment variables), help text that names each setting's variable and
- * default, and output helpers (terminal or NDJSON, back-pressure).
+ * What the commands share: the API options, help text that names each setting's variable and
+ * default, and output helpers (terminal or NDJSON, back-pressure). Kept free of heavy imports:
+ * every command's --help loads it.
  */
 
 export const PRECEDENCE =
@@ -60,34 +57,6 @@ export function withApiOptions<T>(y: Argv<T>): Argv<T & ApiArgs> {
       choices: ['bearer', 'basic'] as const,
       describe: settingHelp('auth', 'how the token is presented', 'bearer'),
     }) as Argv<T & ApiArgs>;
-}
-
-/** The API options with the environment's filling what flags leave out (flags win). */
-export function apiSettings(
-  a: ApiArgs,
-  env: NodeJS.ProcessEnv = process.env,
-): { apiUrl: string; domains: Record<string, string>; auth?: 'bearer' | 'basic'; tokenFile?: string } {
-  const apiUrl = a['api-url'] ?? envSetting(env, 'api_url');
-  if (!apiUrl)
-    throw new ConfigError(
-      'pass --api-url URL (or set SCHOOL_EXPORT_API_URL): the base of the default (discovery) domain, e.g. https://api.example.com',
-      'E_USAGE',
-    );
-  const envDomains = envSetting(env, 'domains');
-  const auth = a.auth ?? envSetting(env, 'auth');
-  if (auth !== undefined && auth !== 'bearer' && auth !== 'basic')
-    throw new ConfigError(`SCHOOL_EXPORT_AUTH=${auth}: expected one of bearer, basic`);
-  return {
-    apiUrl: normaliseBaseUrl(apiUrl, a['api-url'] ? '--api-url' : 'SCHOOL_EXPORT_API_URL'),
-    domains: { ...parseDomains(envDomains?.split(',').filter((s) => s.trim())), ...parseDomains(a.domain) },
-    auth,
-    tokenFile: a['token-file'] ?? envSetting(env, 'token_file'),
-  };
-}
-
-export function clientFromArgs(a: ApiArgs, env: NodeJS.ProcessEnv = process.env): ApiClient {
-  const s = apiSettings(a, env);
-  return new ApiClient({ apiUrl: s.apiUrl, token: resolveToken(s.tokenFile, env), auth: s.auth, domains: s.domains });
 }
 
 /** Human output on a TTY, NDJSON when piped or with --json. */

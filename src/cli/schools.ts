@@ -3,7 +3,8 @@ import { assertSafeId } from '../ids.ts';
 import { FILTERS, LIST_NAMES, type ListFilters, type SchoolListName } from '../discovery/lists.ts';
 import { renderDetails, schoolSummary, tableHeader, tableRow } from '../discovery/render.ts';
 import { listSchools, showSchool } from '../discovery/service.ts';
-import { clientFromArgs, wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
+import { clientFromArgs } from './client.ts';
+import { wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
 
 /** `school-export schools list|show`: argument parsing and output only; the logic is in src/discovery/. */
 export interface CliIo {

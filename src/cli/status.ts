@@ -1,9 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ConfigError } from '../errors.ts';
-import { resolveRunConfig } from '../config/resolve.ts';
-import { openSink } from '../sink/index.ts';
-import { collectStatus } from '../status/collect.ts';
-import { renderStatus, statusLines } from '../status/render.ts';
 import { integerOption, settingHelp, wantsJson, write } from './common.ts';
 import type { CliIo } from './schools.ts';
 
@@ -19,6 +15,12 @@ interface StatusArgs {
 
 export async function statusCommandRun(a: StatusArgs, io: CliIo = { out: process.stdout, err: process.stderr }, now?: Date): Promise<void> {
   // the destination as `run` would resolve it: flag, SCHOOL_EXPORT_DEST, the pipeline file, ./exports
+  const [{ resolveRunConfig }, { openSink }, { collectStatus }, { renderStatus, statusLines }] = await Promise.all([
+    import('../config/resolve.ts'),
+    import('../sink/index.ts'),
+    import('../status/collect.ts'),
+    import('../status/render.ts'),
+  ]);
   const cfg = resolveRunConfig(a.pipeline, { dest: a.dest, s3_endpoint: a['s3-endpoint'], s3_region: a['s3-region'] });
   const runs = a.runs ?? 10;
   if (!Number.isInteger(runs) || runs < 0) throw new ConfigError(`--runs ${String(a.runs)}: expected an integer of at least 0`, 'E_USAGE');

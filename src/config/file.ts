@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { ConfigError } from '../errors.ts';
 import { keyPath, validatePipeline, type PipelineConfig } from './schema.ts';
 
@@ -29,6 +29,8 @@ function parseText(text: string, path: string, where: string): unknown {
   if (isYamlPath(path)) {
     try {
       // YAML 1.2 core schema: `no` and `off` stay strings, duplicate keys are errors
+      // loaded only for YAML files
+      const { parse: parseYaml } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
       return parseYaml(text, { prettyErrors: false, uniqueKeys: true }) ?? {};
     } catch (e) {
       throw new ConfigError(`${where}: not valid YAML (${(e as Error).message.split('\n')[0]})`);

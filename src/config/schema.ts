@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigError } from '../errors.ts';
 import type { Format } from '../format/types.ts';
 
@@ -93,6 +94,8 @@ function load(): NonNullable<typeof loaded> {
   if (loaded) return loaded;
   const schema = JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as SchemaNode & { properties: Record<string, SchemaNode> };
   // verbose: errors carry the failing sub-schema, from which the one-line message is phrased
+  // loaded on first validation, not at import: `--help` and `--version` never pay for it
+  const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
   const ajv = new Ajv({ verbose: true, allErrors: false });
   ajv.addKeyword('x-expected'); // our phrase for a pattern, for error messages only
   loaded = { schema, validate: ajv.compile(schema) };

@@ -59,7 +59,9 @@ const INTERFACE_KEYS: Record<PipelineKey, true> = {
 async function runHelp(): Promise<string> {
   const cli = (await buildCli(['run', '--help'])).exitProcess(false);
   let out = '';
-  await cli.parseAsync(['run', '--help'], {}, (_err, _argv, output) => (out = output));
+  await cli.parseAsync(['run', '--help'], {}, (_err, _argv, output) => {
+    out = output;
+  });
   return out;
 }
 
