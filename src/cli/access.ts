@@ -6,7 +6,7 @@ import { buildContacts } from '../discovery/contacts.ts';
 import { ConfigError } from '../errors.ts';
 import { requestAccess, revokeAccess, type AccessResult } from '../discovery/service.ts';
 import { terminalSafe } from '../discovery/render.ts';
-import { clientFromArgs } from './client.ts';
+import { clientFromArgs, regionalDomains } from './client.ts';
 import { wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
 import type { CliIo } from './schools.ts';
 
@@ -60,7 +60,7 @@ export async function accessRequest(a: RequestArgs, io: AccessIo = stdio(), clie
   if (!contacts.length) io.err.write('note: no --contact given; naming a contact at the school may speed approval\n');
   const c = client ?? clientFromArgs(a);
   try {
-    const r = await requestAccess(c, id, contacts);
+    const r = await requestAccess(c, id, contacts, regionalDomains(a));
     await print(r, a.json, io);
     return r;
   } finally {
@@ -80,7 +80,7 @@ export async function accessRevoke(a: RevokeArgs, io: AccessIo = stdio(), client
   }
   const c = client ?? clientFromArgs(a);
   try {
-    const r = await revokeAccess(c, id);
+    const r = await revokeAccess(c, id, regionalDomains(a));
     await print(r, a.json, io);
     return r;
   } finally {

@@ -32,3 +32,8 @@ export function clientFromArgs(a: ApiArgs, env: NodeJS.ProcessEnv = process.env)
   const s = apiSettings(a, env);
   return new ApiClient({ apiUrl: s.apiUrl, token: resolveToken(s.tokenFile, env), auth: s.auth, domains: s.domains });
 }
+
+/** The configured regional domain names (flags and SCHOOL_EXPORT_DOMAINS), tried when the default domain does not know a school. */
+export function regionalDomains(a: ApiArgs, env: NodeJS.ProcessEnv = process.env): string[] {
+  return Object.keys(apiSettings(a, env).domains);
+}

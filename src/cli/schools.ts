@@ -3,7 +3,7 @@ import { assertSafeId } from '../ids.ts';
 import { FILTERS, LIST_NAMES, type ListFilters, type SchoolListName } from '../discovery/lists.ts';
 import { renderDetails, schoolSummary, tableHeader, tableRow } from '../discovery/render.ts';
 import { listSchools, showSchool } from '../discovery/service.ts';
-import { clientFromArgs } from './client.ts';
+import { clientFromArgs, regionalDomains } from './client.ts';
 import { wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
 
 /** `school-export schools list|show`: argument parsing and output only; the logic is in src/discovery/. */
@@ -46,7 +46,7 @@ interface ShowArgs extends ApiArgs {
 export async function schoolsShow(a: ShowArgs, io: CliIo = stdio(), client = clientFromArgs(a)): Promise<void> {
   const id = assertSafeId(a.id);
   try {
-    const details = await showSchool(client, id, { withUserType: a['with-user-type'] });
+    const details = await showSchool(client, id, { withUserType: a['with-user-type'], domains: regionalDomains(a) });
     if (wantsJson(a.json, io.out as NodeJS.WriteStream)) {
       await write(io.out, JSON.stringify(details) + '\n');
     } else {
