@@ -3,6 +3,13 @@ import { oneLine } from '../errors.ts';
 import { buildCli, exitCodeFor } from './commands.ts';
 
 /** The entry point bin/school-export.js loads: parse, run one command, map errors to exit codes. */
+
+// `school-export schools list | head` closes our stdout early: that is the reader's choice, not an error
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
+
 try {
   await (await buildCli(hideBin(process.argv))).parseAsync();
 } catch (e) {

@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { DEFAULTS, resolveRunConfig } from '../config/resolve.ts';
 import type { LogLevel, PipelineConfig, PipelineKey, ProgressMode } from '../config/schema.ts';
-import { FORMATS } from '../format/index.ts';
+import { DEFAULT_ROW_GROUP_ROWS, FORMATS } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
 import { LOG_LEVELS } from './log.ts';
@@ -106,7 +106,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         type: 'boolean',
         describe: h('csv_formula_guard', "prefix ' to CSV text starting with = + - @ (spreadsheet formula injection)", 'off'),
       })
-      .option('row-group-rows', integerOption(h('row_group_rows', 'Parquet rows per row group', '100000')))
+      .option('row-group-rows', integerOption(h('row_group_rows', 'Parquet rows per row group', DEFAULT_ROW_GROUP_ROWS)))
       .option('max-file-rows', integerOption(h('max_file_rows', 'roll over to a new file after this many rows', DEFAULTS.maxFileRows)))
       .option('max-file-bytes', integerOption(h('max_file_bytes', 'roll over to a new file after this many bytes', DEFAULTS.maxFileBytes)))
       .option('resources', { type: 'string', requiresArg: true, describe: h('resources', 'comma-separated tables to export', 'all') })

@@ -33,7 +33,8 @@ export async function schoolsList(a: ListArgs, io: CliIo = stdio(), client = cli
   } finally {
     await client.close();
   }
-  if (!json) io.err.write(`${n} ${a.state} school${n === 1 ? '' : 's'}\n`);
+  // on stderr in both modes: a script piping NDJSON still sees that a listing came back empty
+  io.err.write(`${n} ${a.state} school${n === 1 ? '' : 's'}\n`);
   return n;
 }
 
