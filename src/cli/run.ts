@@ -6,6 +6,7 @@ import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
 import { LOG_LEVELS } from './log.ts';
 import { parseDomains } from '../config/credentials.ts';
+import { openSource } from './run-source.ts';
 import { integerOption, PRECEDENCE, settingHelp, withApiOptions, type ApiArgs } from './common.ts';
 
 interface RunArgs extends ApiArgs {
@@ -30,6 +31,10 @@ interface RunArgs extends ApiArgs {
   'snapshot-every-hours'?: number;
   'max-retries'?: number;
   'max-retry-seconds'?: number;
+  'checkpoint-pages'?: number;
+  'checkpoint-seconds'?: number;
+  'wait-for-lock'?: number;
+  'purge-on-revoke'?: boolean;
   shard?: string;
   progress?: ProgressMode;
   'log-level'?: LogLevel;
@@ -71,6 +76,10 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     snapshot_every_hours: a['snapshot-every-hours'],
     max_retries: a['max-retries'],
     max_retry_seconds: a['max-retry-seconds'],
+    checkpoint_pages: a['checkpoint-pages'],
+    checkpoint_seconds: a['checkpoint-seconds'],
+    wait_for_lock: a['wait-for-lock'],
+    purge_on_revoke: a['purge-on-revoke'],
     shard: a.shard,
     progress: a.progress,
     log_level: a['log-level'],
@@ -137,6 +146,26 @@ export const runCommand: CommandModule<object, RunArgs> = {
         'max-retry-seconds',
         integerOption(h('max_retry_seconds', 'time one request may spend retrying, waits included', DEFAULTS.maxRetrySeconds)),
       )
+      .option(
+        'checkpoint-pages',
+        integerOption(
+          h('checkpoint_pages', 'a long full read commits a checkpoint every this many pages (0 = never)', DEFAULTS.checkpointPages),
+        ),
+      )
+      .option(
+        'checkpoint-seconds',
+        integerOption(
+          h('checkpoint_seconds', '... or every this many seconds, whichever comes first (0 = never)', DEFAULTS.checkpointSeconds),
+        ),
+      )
+      .option(
+        'wait-for-lock',
+        integerOption(h('wait_for_lock', 'seconds to wait for another run holding this destination (or shard); else exit 2 at once', 0)),
+      )
+      .option('purge-on-revoke', {
+        type: 'boolean',
+        describe: h('purge_on_revoke', 'purge the exported data of schools the service lists as revoked or declined', 'off'),
+      })
       .option('shard', {
         type: 'string',
         requiresArg: true,
@@ -151,13 +180,41 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .epilogue(PRECEDENCE) as unknown as Argv<RunArgs>,
   handler: async (a) => {
     const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a), process.env, typedFlags(a));
-    const ac = new AbortController();
-    const stop = () => ac.abort(new Error('interrupted'));
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    const summary = await runExport(cfg, { signal: ac.signal });
-    if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
-    if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
-    process.exitCode = summary.status === 'ok' ? 0 : 1;
+    const interrupt = onInterrupt();
+    const source = await openSource(cfg);
+    try {
+      const summary = await runExport(source.cfg, { token: source.token, signal: interrupt.signal });
+      if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
+      if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
+      process.exitCode = summary.status === 'ok' ? 0 : summary.status === 'interrupted' ? interrupt.exitCode() : 1;
+    } finally {
+      interrupt.dispose();
+      await source.close();
+    }
   },
 };
+
+const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+
+/**
+ * The first SIGINT/SIGTERM asks the run to stop (tasks stop at their next page, nothing
+ * half-written is committed, the manifest says `interrupted`); a second one exits at once.
+ */
+function onInterrupt(): { signal: AbortSignal; exitCode(): number; dispose(): void } {
+  const ac = new AbortController();
+  let received: keyof typeof SIGNAL_EXIT | undefined;
+  const handler = (sig: keyof typeof SIGNAL_EXIT) => {
+    if (received) process.exit(SIGNAL_EXIT[sig]);
+    received = sig;
+    process.stderr.write(`school-export: ${sig} received: stopping (finishing the manifest); send it again to exit at once\n`);
+    ac.abort(new Error(`interrupted by ${sig}`));
+  };
+  for (const sig of Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]) process.on(sig, handler);
+  return {
+    signal: ac.signal,
+    exitCode: () => SIGNAL_EXIT[received ?? 'SIGINT'],
+    dispose: () => {
+      for (const sig of Object.keys(SIGNAL_EXIT)) process.off(sig, handler);
+    },
+  };
+}

@@ -40,20 +40,25 @@ export interface RunConfig {
   connectionsPerDomain: number;
   perPage: number;
   lookbackSeconds: number;
-  /** Hours between full snapshots of tables without deletion records; 0 = never. Per table: snapshotEveryHoursFor(). */
+  /** Hours between full snapshots of tables without deletion records; 0 = never. Per table: snapshotEveryHoursFor. */
   snapshotEveryHours: number;
-  /** Per-table overrides of snapshotEveryHours, from the pipeline file's resource_options. */
+  /** Per table: resource_options.<table>.snapshot_every_hours, else snapshotEveryHours (0 = never). */
+  snapshotEveryHoursFor: (resource: string) => number;
+  /** The per-table overrides snapshotEveryHoursFor reads (tables named in resource_options, checked to exist). */
   snapshotHoursByResource: Record<string, number>;
   /** The retry budget of one request: attempts in all (first included) and time spent retrying. */
   retry: { maxAttempts: number; maxElapsedMs: number };
+  /** A long read commits a checkpoint every this many pages (0: never) ... */
+  checkpointPages: number;
+  /** ... or every this many seconds (0: never), whichever comes first. */
+  checkpointSeconds: number;
+  /** Wait this long for another run's lease on the destination before giving up (0: do not wait). */
+  waitForLockSeconds: number;
+  /** Purge the data of schools listed as revoked or declined (as the webhook receiver's --purge-on-revoke). */
+  purgeOnRevoke: boolean;
   shard: { index: number; count: number };
   progress: ProgressMode;
   logLevel: LogLevel;
-}
-
-/** The snapshot interval of one table: its resource_options entry, else the run's setting. */
-export function snapshotEveryHoursFor(cfg: Pick<RunConfig, 'snapshotEveryHours' | 'snapshotHoursByResource'>, resource: string): number {
-  return cfg.snapshotHoursByResource[resource] ?? cfg.snapshotEveryHours;
 }
 
 export const DEFAULTS = {
@@ -70,6 +75,8 @@ export const DEFAULTS = {
   maxRetrySeconds: 300,
   logLevel: 'info' as const,
   progress: 'auto' as const,
+  checkpointPages: 50,
+  checkpointSeconds: 60,
 };
 
 /** The flag for a pipeline key, as a user types it. */
@@ -151,11 +158,16 @@ export function resolveRunConfig(
     perPage: c.per_page ?? DEFAULTS.perPage,
     lookbackSeconds: c.lookback_seconds ?? DEFAULTS.lookbackSeconds,
     snapshotEveryHours: c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,
+    snapshotEveryHoursFor: (resource) => snapshotHoursByResource[resource] ?? c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,
     snapshotHoursByResource,
     retry: {
       maxAttempts: (c.max_retries ?? DEFAULTS.maxRetries) + 1,
       maxElapsedMs: (c.max_retry_seconds ?? DEFAULTS.maxRetrySeconds) * 1000,
     },
+    checkpointPages: c.checkpoint_pages ?? DEFAULTS.checkpointPages,
+    checkpointSeconds: c.checkpoint_seconds ?? DEFAULTS.checkpointSeconds,
+    waitForLockSeconds: c.wait_for_lock ?? 0,
+    purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
     progress: c.progress ?? DEFAULTS.progress,
     logLevel: c.log_level ?? DEFAULTS.logLevel,

@@ -58,6 +58,10 @@ export interface PipelineConfig {
   snapshot_every_hours?: number;
   max_retries?: number;
   max_retry_seconds?: number;
+  checkpoint_pages?: number;
+  checkpoint_seconds?: number;
+  wait_for_lock?: number;
+  purge_on_revoke?: boolean;
   shard?: string;
   progress?: ProgressMode;
   log_level?: LogLevel;

@@ -25,8 +25,10 @@ export interface TaskStatus {
   watermark: string | null;
   /** now − watermark, in seconds: how far behind the source this table can be. */
   lag_seconds: number | null;
-  last_run_id: string;
+  last_run_id: string | null;
   last_full_at: string | null;
+  /** A full read committed up to a checkpoint, which the next run resumes. */
+  checkpoint: { pages: number; rows: number; started_at: string } | null;
   /** The latest failure of this task among the runs read, when no later run committed it. */
   last_failure: { run_id: string; status: string; code?: string; message?: string } | null;
 }
@@ -182,6 +184,7 @@ export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number }
         lag_seconds: secondsBetween(now, r.watermark),
         last_run_id: r.last_run_id,
         last_full_at: r.last_full_at,
+        checkpoint: r.checkpoint ? { pages: r.checkpoint.pages, rows: r.checkpoint.rows, started_at: r.checkpoint.started_at } : null,
         last_failure: null,
       });
     }
@@ -221,8 +224,9 @@ function attachFailures(tasks: TaskStatus[], runs: { id: string; tasks: Manifest
           resource: t.resource,
           watermark: null,
           lag_seconds: null,
-          last_run_id: '',
+          last_run_id: null,
           last_full_at: null,
+          checkpoint: null,
           last_failure: failure,
         };
         byKey.set(key, fresh);

@@ -72,7 +72,7 @@ export function renderStatus(r: StatusReport): string {
   out.push(
     r.tasks.length
       ? table(
-          ['school', 'region', 'table', 'watermark', 'lag', 'last run', 'last full', 'last failure'],
+          ['school', 'region', 'table', 'watermark', 'lag', 'last run', 'last full', 'resumes at', 'last failure'],
           r.tasks.map((t) => [
             safe(t.school_id),
             safe(t.region),
@@ -81,6 +81,7 @@ export function renderStatus(r: StatusReport): string {
             humanDuration(t.lag_seconds),
             safe(t.last_run_id || '-'),
             short(t.last_full_at),
+            t.checkpoint ? `${t.checkpoint.pages} pages` : '-',
             t.last_failure ? safe(`${t.last_failure.code ?? t.last_failure.status} in ${t.last_failure.run_id}`) : '-',
           ]),
         )

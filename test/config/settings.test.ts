@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { resolveToken } from '../../src/config/credentials.ts';
 import { envKeys, envName, pipelineFromEnv } from '../../src/config/env.ts';
 import { readPipelineFile } from '../../src/config/file.ts';
-import { DEFAULTS, PACKAGE_ROOT, resolveRunConfig, snapshotEveryHoursFor } from '../../src/config/resolve.ts';
+import { DEFAULTS, PACKAGE_ROOT, resolveRunConfig } from '../../src/config/resolve.ts';
 import { pipelineSchema, SCHEMA_PATH, type PipelineKey } from '../../src/config/schema.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { FORMATS } from '../../src/format/index.ts';
@@ -51,6 +51,10 @@ const INTERFACE_KEYS: Record<PipelineKey, true> = {
   snapshot_every_hours: true,
   max_retries: true,
   max_retry_seconds: true,
+  checkpoint_pages: true,
+  checkpoint_seconds: true,
+  wait_for_lock: true,
+  purge_on_revoke: true,
   shard: true,
   progress: true,
   log_level: true,
@@ -264,9 +268,9 @@ describe('RunConfig fields for the pipeline', () => {
       'api_url: https://api.example.com\nsnapshot_every_hours: 48\nresource_options:\n  assessment_results: { snapshot_every_hours: 6 }\n  assessment_aspects: { snapshot_every_hours: 0 }\n',
     );
     const cfg = resolveRunConfig(p, {}, {});
-    expect(snapshotEveryHoursFor(cfg, 'assessment_results')).toBe(6);
-    expect(snapshotEveryHoursFor(cfg, 'assessment_aspects')).toBe(0);
-    expect(snapshotEveryHoursFor(cfg, 'assessment_resultsets')).toBe(48);
+    expect(cfg.snapshotEveryHoursFor('assessment_results')).toBe(6);
+    expect(cfg.snapshotEveryHoursFor('assessment_aspects')).toBe(0);
+    expect(cfg.snapshotEveryHoursFor('assessment_resultsets')).toBe(48);
     const typo = file('t.json', JSON.stringify({ ...API, resource_options: { assesment_results: { snapshot_every_hours: 6 } } }));
     expect(() => resolveRunConfig(typo, {}, {})).toThrow(
       /resource_options\.assesment_results: no such table \(known: .*assessment_results/,
@@ -279,6 +283,6 @@ describe('RunConfig fields for the pipeline', () => {
         resource_options: { students: { snapshot_every_hours: 1 } },
       }),
     );
-    expect(snapshotEveryHoursFor(resolveRunConfig(custom, {}, {}), 'students')).toBe(1);
+    expect(resolveRunConfig(custom, {}, {}).snapshotEveryHoursFor('students')).toBe(1);
   });
 });
