@@ -3,7 +3,7 @@ import { ApiError } from '../errors.ts';
 import type { AccessContact } from './contacts.ts';
 import { buildListQuery, SCHOOL_LISTS, type ListFilters, type SchoolListName } from './lists.ts';
 import { locateSchool, unwrap } from './locate.ts';
-import { groupPermissions, summarizeAcl, type SchoolDetails } from './render.ts';
+import { groupPermissions, summarizeAcl, type LooseJson, type SchoolDetails } from './render.ts';
 
 /**
  * Discovery and access calls (spec 4.2, 4.3). Lists come from the default (discovery) domain;
@@ -24,6 +24,11 @@ export async function* listSchools(
   for await (const batch of client.paginate(path, { query, mode: 'offset', perPage, ctx: { endpoint: path } })) {
     yield* batch.rows;
   }
+}
+
+/** The School object, from the school's own domain when the default domain does not know it. */
+export async function getSchool(client: ApiClient, id: string, domains: string[] = []): Promise<LooseJson> {
+  return (await locateSchool(client, id, domains)).school;
 }
 
 /** A 403 on one meta resource (the token lacks that scope) shows as "not available", not a failure. */
