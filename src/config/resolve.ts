@@ -119,7 +119,7 @@ export function resolveRunConfig(
   const c: PipelineConfig = { ...fromFile, ...fromEnv, ...fromFlags };
   c.domains = { ...fromFile.domains, ...fromEnv.domains, ...fromFlags.domains };
   const where = pipelineFile ?? 'settings';
-  const snapshotHoursByResource = resourceOptions(c, where);
+  const snapshotHoursByResource = checkTables(c, where, fromFlags.resources !== undefined);
 
   let source: RunConfig['source'];
   if (c.api_url) {
@@ -174,12 +174,27 @@ export function resolveRunConfig(
   };
 }
 
-/** resource_options may only name tables that exist (built-in or custom): a typo would silently do nothing. */
-function resourceOptions(c: PipelineConfig, where: string): Record<string, number> {
-  const known = new Set([...RESOURCES.map((r) => r.name), ...(c.custom_resources ?? []).map((r) => r.name)]);
+/**
+ * Table names are checked here, before any request: `resources` and `resource_options` may only
+ * name tables that exist (built-in or custom; a typo would otherwise export or change nothing),
+ * and a custom resource may not take a built-in name. Returns the per-table snapshot intervals.
+ */
+function checkTables(c: PipelineConfig, where: string, resourcesFlag: boolean): Record<string, number> {
+  const builtIn = RESOURCES.map((r) => r.name);
+  for (const r of c.custom_resources ?? []) {
+    if (builtIn.includes(r.name))
+      throw new ConfigError(`${where}: custom_resources ${r.name}: that name is a built-in table; choose another`);
+  }
+  const known = [...builtIn, ...(c.custom_resources ?? []).map((r) => r.name)];
+  for (const name of c.resources ?? []) {
+    if (!known.includes(name))
+      throw new ConfigError(
+        `${resourcesFlag ? '--resources' : `${where}: resources`}: unknown table ${JSON.stringify(name)} (known: ${known.join(', ')}; declare others under custom_resources)`,
+      );
+  }
   const out: Record<string, number> = {};
   for (const [name, o] of Object.entries(c.resource_options ?? {})) {
-    if (!known.has(name)) throw new ConfigError(`${where}: resource_options.${name}: no such table (known: ${[...known].join(', ')})`);
+    if (!known.includes(name)) throw new ConfigError(`${where}: resource_options.${name}: no such table (known: ${known.join(', ')})`);
     if (o.snapshot_every_hours !== undefined) out[name] = o.snapshot_every_hours;
   }
   return out;
