@@ -36,6 +36,7 @@ interface RunArgs extends ApiArgs {
   'wait-for-lock'?: number;
   'purge-on-revoke'?: boolean;
   shard?: string;
+  windows?: number;
   progress?: ProgressMode;
   'log-level'?: LogLevel;
   json?: boolean;
@@ -81,6 +82,7 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     wait_for_lock: a['wait-for-lock'],
     purge_on_revoke: a['purge-on-revoke'],
     shard: a.shard,
+    windows: a.windows,
     progress: a.progress,
     log_level: a['log-level'],
   };
@@ -166,6 +168,10 @@ export const runCommand: CommandModule<object, RunArgs> = {
         type: 'boolean',
         describe: h('purge_on_revoke', 'purge the exported data of schools the service lists as revoked or declined', 'off'),
       })
+      .option(
+        'windows',
+        integerOption(h('windows', 'split a full read of a big school into N updated_at windows read side by side (1 = off)', 1)),
+      )
       .option('shard', {
         type: 'string',
         requiresArg: true,

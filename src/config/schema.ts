@@ -61,6 +61,7 @@ export interface PipelineConfig {
   checkpoint_pages?: number;
   checkpoint_seconds?: number;
   wait_for_lock?: number;
+  windows?: number;
   purge_on_revoke?: boolean;
   shard?: string;
   progress?: ProgressMode;

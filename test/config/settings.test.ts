@@ -54,6 +54,7 @@ const INTERFACE_KEYS: Record<PipelineKey, true> = {
   checkpoint_pages: true,
   checkpoint_seconds: true,
   wait_for_lock: true,
+  windows: true,
   purge_on_revoke: true,
   shard: true,
   progress: true,
