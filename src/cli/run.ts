@@ -27,6 +27,11 @@ interface RunArgs extends ApiArgs {
   'lookback-seconds'?: number;
   'snapshot-every-hours'?: number;
   shard?: string;
+  windows?: number;
+  'checkpoint-pages'?: number;
+  'checkpoint-seconds'?: number;
+  'wait-for-lock'?: number;
+  'purge-on-revoke'?: boolean;
   progress?: 'auto' | 'tty' | 'json' | 'none';
   json?: boolean;
 }
@@ -65,6 +70,11 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     lookback_seconds: a['lookback-seconds'],
     snapshot_every_hours: a['snapshot-every-hours'],
     shard: a.shard,
+    windows: a.windows,
+    checkpoint_pages: a['checkpoint-pages'],
+    checkpoint_seconds: a['checkpoint-seconds'],
+    wait_for_lock: a['wait-for-lock'],
+    purge_on_revoke: a['purge-on-revoke'],
     progress: a.progress,
   };
 }
@@ -103,6 +113,20 @@ export const runCommand: CommandModule<object, RunArgs> = {
         describe: 'full snapshot interval for tables without deletion records (default 168)',
       })
       .option('shard', { type: 'string', describe: 'I/N: export only the schools of shard I of N (stable hash of the school id)' })
+      .option('windows', {
+        type: 'number',
+        describe: 'split a full read of a big school into N updated_at windows read side by side (default 1)',
+      })
+      .option('checkpoint-pages', { type: 'number', describe: 'a long read commits what it has every N pages (default 50; 0: never)' })
+      .option('checkpoint-seconds', { type: 'number', describe: '... or every N seconds, whichever comes first (default 60; 0: never)' })
+      .option('wait-for-lock', {
+        type: 'number',
+        describe: 'wait up to N seconds for another run holding this destination (and shard) to finish (default: fail at once)',
+      })
+      .option('purge-on-revoke', {
+        type: 'boolean',
+        describe: 'delete the data of schools the service lists as revoked or declined (as webhooks serve --purge-on-revoke)',
+      })
       .option('progress', {
         choices: ['auto', 'tty', 'json', 'none'] as const,
         describe: 'live display on a TTY, JSON lines otherwise (default auto)',

@@ -37,6 +37,8 @@ export interface RunConfig {
   checkpointSeconds: number;
   /** Wait this long for another run's lease on the destination before giving up (0: do not wait). */
   waitForLockSeconds: number;
+  /** A full paginated read is split into this many updated_at windows read side by side (1: off). */
+  windows: number;
   /** Purge the data of schools listed as revoked or declined (as the webhook receiver's --purge-on-revoke). */
   purgeOnRevoke: boolean;
   shard: { index: number; count: number };
@@ -126,6 +128,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     checkpointPages: c.checkpoint_pages ?? DEFAULTS.checkpointPages,
     checkpointSeconds: c.checkpoint_seconds ?? DEFAULTS.checkpointSeconds,
     waitForLockSeconds: c.wait_for_lock ?? 0,
+    windows: c.windows ?? 1,
     purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
     progress: c.progress ?? 'auto',

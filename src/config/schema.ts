@@ -42,6 +42,7 @@ export interface PipelineConfig {
   checkpoint_pages?: number;
   checkpoint_seconds?: number;
   wait_for_lock?: number;
+  windows?: number;
   purge_on_revoke?: boolean;
   shard?: string;
   progress?: 'auto' | 'tty' | 'json' | 'none';
@@ -127,6 +128,7 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   checkpoint_pages: int(0, 1_000_000),
   checkpoint_seconds: int(0, 7 * 24 * 3600),
   wait_for_lock: int(0, 24 * 3600),
+  windows: int(1, 64),
   purge_on_revoke: bool,
   shard,
   progress: oneOf('auto', 'tty', 'json', 'none'),

@@ -112,7 +112,11 @@ export interface ResourceState {
   checkpoint?: {
     snapshot: string; // run id of the attempt that began the read (the snapshot's identity)
     seq: number; // checkpoint pieces committed so far
-    next_url: string; // the next page to read (path and query, relative to the school's domain)
+    /** Where each cursor walk stands: one walk, or one per updated_at window (big schools). Its
+     * `next` is the next page to read (path and query, at the school's domain). */
+    walks: { after?: string; before?: string; next?: string; done?: boolean }[];
+    /** Window boundaries (ms since the epoch) of a windowed read, for dropping duplicates. */
+    boundaries?: number[];
     pages: number;
     rows: number;
     started_at: string; // server time when the first attempt began: the watermark when it completes

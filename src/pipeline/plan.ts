@@ -92,6 +92,8 @@ export interface PlanSettings {
   fullRefresh: boolean;
   lookbackSeconds: number;
   snapshotEveryHours: (resource: string) => number;
+  /** updated_at windows for a full paginated read (1: one cursor walk). */
+  windows: number;
 }
 
 /**
@@ -116,6 +118,7 @@ export function planTask(
     ...(o.directive ? { forceFullSeq: o.directive.force_full_seq } : {}),
     scopeMasked: o.scopeMasked,
     previousWatermark: forced || o.settings.fullRefresh ? null : (prev?.watermark ?? null),
+    windows: o.settings.windows,
   };
   const resume = prev?.checkpoint;
   if (resume && !forced && !(resume.updated_after && o.settings.fullRefresh)) {

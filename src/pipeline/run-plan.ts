@@ -39,6 +39,7 @@ export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date }): Pro
     fullRefresh: cfg.fullRefresh,
     lookbackSeconds: cfg.lookbackSeconds,
     snapshotEveryHours: cfg.snapshotEveryHoursFor,
+    windows: cfg.windows,
   };
   // State and directive reads and the probe are independent per school (S3 GETs, one request).
   const limit = pLimit(16);

@@ -10,10 +10,11 @@ import { ApiClient } from '../source/client.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { reconcileRevocations } from './reconcile.ts';
+import { selectResources } from './plan.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
-import { commitPiece } from './task-commit.ts';
+import { admitPiece, commitPiece } from './task-commit.ts';
 import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
 
 export interface RunDeps {
@@ -57,6 +58,7 @@ interface RunContext {
 export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSummary> {
   if (cfg.source.kind !== 'api')
     throw new ConfigError('the sandbox source is started by the command line (school-export run); pass an API source here');
+  selectResources(cfg.resources, cfg.customResources); // a bad name stops the run before any request or write
   const reporter = deps.reporter ?? createReporter(cfg.progress);
   const requests = { count: 0 };
   let client: ApiClient | undefined;
@@ -201,9 +203,11 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     runId: run.runId,
     extractedAt: run.extractedAt,
     perPage: cfg.perPage,
+    lookbackSeconds: cfg.lookbackSeconds,
     limits: { maxRows: cfg.maxFileRows, maxBytes: cfg.maxFileBytes },
     nextSeq: run.nextSeq,
     checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
+    admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name }),
     commit: (piece) => commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name }, piece),
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
