@@ -14,7 +14,7 @@ import type { ResourceState } from '../../src/manifest/types.ts';
 const CHECKPOINT: NonNullable<ResourceState['checkpoint']> = {
   snapshot: '20260101T000000.000Z-aaaa',
   seq: 2,
-  next_url: '/v1.0/schools/A1001/achievements?cursor=c1.x&per_page=5',
+  walks: [{ next: '/v1.0/schools/A1001/achievements?cursor=c1.x&per_page=5' }],
   pages: 8,
   rows: 40,
   started_at: '2026-01-01T00:00:03.000Z',

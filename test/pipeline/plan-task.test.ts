@@ -17,6 +17,7 @@ const settings = (o: Partial<PlanSettings> = {}): PlanSettings => ({
   lookbackSeconds: 300,
   // Per resource: results snapshot daily, the other assessment tables weekly, resultsets never.
   snapshotEveryHours: (r) => (r === 'assessment_results' ? 24 : r === 'assessment_resultsets' ? 0 : 168),
+  windows: 1,
   ...o,
 });
 
@@ -41,7 +42,7 @@ const directive = (seq: number): SchoolDirective => ({
 const checkpoint = (o: Partial<NonNullable<ResourceState['checkpoint']>> = {}): NonNullable<ResourceState['checkpoint']> => ({
   snapshot: '20260310T060000.000Z-aaaa',
   seq: 2,
-  next_url: '/v1.0/schools/A1001/achievements?cursor=c1.eyJrIjo5LCJwIjozfQ&per_page=5&include=students%2Cemployees',
+  walks: [{ next: '/v1.0/schools/A1001/achievements?cursor=c1.eyJrIjo5LCJwIjozfQ&per_page=5&include=students%2Cemployees' }],
   pages: 10,
   rows: 50,
   started_at: '2026-03-10T06:00:01.000Z',
@@ -69,6 +70,9 @@ describe('planTask: full or incremental, and why', () => {
     expect(p.resume).toBeUndefined();
     expect(p.school).toBe(school);
     expect(p.spec).toBe(spec('achievements'));
+    // Windows of a big school's full read come from the settings, whatever the mode.
+    expect(plan('achievements', {}, { settings: { windows: 4 } }).windows).toBe(4);
+    expect(plan('achievements', { achievements: committed() }, { settings: { windows: 4 } }).windows).toBe(4);
   });
 
   it('a resource with state but no watermark yet is a first run too', () => {

@@ -25,6 +25,7 @@ const plan = (knownIdsFile?: string): TaskPlan => ({
   scopeMasked: [],
   previousWatermark: null,
   reason: 'snapshot due',
+  windows: 1,
   ...(knownIdsFile ? { knownIdsFile } : {}),
 });
 

@@ -7,8 +7,7 @@ import { Committer } from '../../src/manifest/committer.ts';
 import { directivePath, readState, statePath, writeState } from '../../src/manifest/state-store.ts';
 import { checkpointResource, promoteResource } from '../../src/manifest/state.ts';
 import type { ManifestTask, ResourceState, SchoolDirective } from '../../src/manifest/types.ts';
-import { commitPiece } from '../../src/pipeline/task-commit.ts';
-import { purgeSchool } from '../../src/webhooks/purge.ts';
+import { admitPiece, commitPiece } from '../../src/pipeline/task-commit.ts';
 import type { PieceCommit } from '../../src/pipeline/task.ts';
 import type { SchoolRef } from '../../src/pipeline/task-output.ts';
 
@@ -74,7 +73,7 @@ describe('commitPiece', () => {
     const cp: NonNullable<ResourceState['checkpoint']> = {
       snapshot: RUN,
       seq,
-      next_url: `/v1.0/schools/A1001/assessment/results?cursor=c1.x${seq}`,
+      walks: [{ next: `/v1.0/schools/A1001/assessment/results?cursor=c1.x${seq}` }],
       pages: seq * 4,
       rows: seq * 4,
       started_at: '2026-01-02T00:00:00.000Z',
@@ -127,46 +126,25 @@ describe('commitPiece', () => {
     expect(committer.snapshot().tasks).toEqual([piece.task]);
   });
 
-  it('revoked before the piece is listed (no purge): its files go, nothing is listed, the state stays, E_PURGED', async () => {
+  it('admitPiece lets a piece through while the school is active, and refuses it (E_PURGED) once access was revoked', async () => {
+    await admitPiece(o());
+    // Revoked without a purge: the piece is refused; what the school committed before stays.
     const earlier = await durablePiece({ seq: 1 });
     await commitPiece(o(), earlier);
-    const before = await readState(sink, 'uk', 'A1001');
+    const before = allFiles(dir);
     await sink.writeAtomic(directivePath('A1001'), JSON.stringify(directive()));
-
-    const piece = await durablePiece({ seq: 2 });
-    const err = await commitPiece(o(), piece).catch((e: unknown) => e);
+    const err = await admitPiece(o()).catch((e: unknown) => e);
     expect(err).toMatchObject({
       code: 'E_PURGED',
       school: 'A1001',
       resource: 'assessment_results',
       message: expect.stringMatching(/school A1001: access accessRevoked .*this task was not committed/),
     });
-    for (const f of piece.task.files) expect(existsSync(join(dir, f.path))).toBe(false);
-    // Without a purge what was committed before the revocation is kept, like the school's earlier data.
-    for (const f of earlier.task.files) expect(existsSync(join(dir, f.path))).toBe(true);
-    expect(await readState(sink, 'uk', 'A1001')).toEqual(before);
+    expect(allFiles(dir)).toEqual([...before, directivePath('A1001')].sort());
     expect(committer.snapshot().tasks).toEqual([earlier.task]);
-    expect(allFiles(dir).filter((f) => f.startsWith(`_manifests/${RUN}/`))).toEqual([`_manifests/${RUN}/part-00001.json`]);
-  });
-
-  it('purged before the piece is listed: nothing of the school stays, not even the id list written for the piece', async () => {
-    await commitPiece(o(), await durablePiece({ seq: 1 }));
-    await writeState(sink, { version: 1, school_id: 'A1002', region: 'uk', resources: {} }); // another school: untouched
-    // The receiver: directive first, then the purge of everything it finds.
+    // With a purge the message says so (the receiver removes what the school had).
     await sink.writeAtomic(directivePath('A1001'), JSON.stringify(directive({ purge: true })));
-    await purgeSchool(sink, 'A1001', 'access revoked', new Date('2026-01-02T00:00:02.000Z'));
-
-    // The task read on: its next piece (data files and the id chunk runTask writes before committing).
-    const piece = await durablePiece({ seq: 2 });
-    await expect(commitPiece(o(), piece)).rejects.toMatchObject({
-      code: 'E_PURGED',
-      message: expect.stringContaining('its data was purged'),
-    });
-    for (const f of piece.task.files) expect(existsSync(join(dir, f.path))).toBe(false);
-    expect(committer.snapshot().tasks.map((t) => t.checkpoint?.seq)).toEqual([1]); // the second piece was never listed
-    const left = allFiles(dir).filter((f) => f.includes('school_id=A1001') && !f.startsWith('_state/_directives/'));
-    expect(left).toEqual([]);
-    expect(allFiles(dir)).toContain(statePath('uk', 'A1002'));
+    await expect(admitPiece(o())).rejects.toMatchObject({ code: 'E_PURGED', message: expect.stringContaining('its data was purged') });
   });
 
   it('revoked while the state is written, without a purge: the piece is kept (committed before the revocation)', async () => {

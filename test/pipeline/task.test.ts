@@ -12,10 +12,12 @@ import { readState, writeDirective, writeState } from '../../src/manifest/state-
 import type { ManifestTask, ResourceState } from '../../src/manifest/types.ts';
 import { CheckpointPolicy } from '../../src/pipeline/checkpoints.ts';
 import { discoverSchools, planTask, selectResources, type PlanSettings } from '../../src/pipeline/plan.ts';
-import { commitPiece } from '../../src/pipeline/task-commit.ts';
+import { admitPiece, commitPiece } from '../../src/pipeline/task-commit.ts';
 import { runTask, type SchoolRef, type TaskEvent, type TaskPlan, type TaskResult } from '../../src/pipeline/task.ts';
 import type { ResourceSpec } from '../../src/resources/types.ts';
 import type { Row } from '../../src/table.ts';
+import { updatedAfterParam } from '../../src/manifest/state.ts';
+import { purgeSchool } from '../../src/webhooks/purge.ts';
 import { readRows } from '../helpers/read-exports.ts';
 import { allSchemas, canonical, tempDir } from '../integration/helpers.ts';
 
@@ -28,7 +30,8 @@ const PER_PAGE = 5;
 const SCHEMAS = allSchemas();
 const SPECS = new Map(selectResources(undefined, []).map((s) => [s.name, s]));
 const spec = (name: string): ResourceSpec => SPECS.get(name)!;
-const SETTINGS: PlanSettings = { fullRefresh: false, lookbackSeconds: 0, snapshotEveryHours: () => 24 };
+const LOOKBACK_SECONDS = 60;
+const SETTINGS: PlanSettings = { fullRefresh: false, lookbackSeconds: LOOKBACK_SECONDS, snapshotEveryHours: () => 24, windows: 1 };
 
 interface Piece {
   task: ManifestTask;
@@ -138,6 +141,7 @@ describe('runTask', () => {
         runId,
         extractedAt: '2026-01-01T00:00:00.000000Z',
         perPage: PER_PAGE,
+        lookbackSeconds: LOOKBACK_SECONDS,
         limits: { maxRows: 1000, maxBytes: 1 << 30 },
         nextSeq: (d) => {
           const n = (seqs.get(d) ?? 0) + 1;
@@ -145,6 +149,7 @@ describe('runTask', () => {
           return n;
         },
         checkpoints: new CheckpointPolicy(o.checkpointPages ?? 0, o.everyMs ?? 0, o.clock ?? (() => 0)),
+        admit: () => admitPiece({ sink, school: p.school, resource: p.spec.name }),
         commit: async (piece) => {
           const durable = piece.task.files.every((f) => existsSync(join(tmp.dir, f.path)));
           await commitPiece({ sink, committer, school: p.school, resource: p.spec.name }, piece);
@@ -181,9 +186,16 @@ describe('runTask', () => {
     return compileFlattener(spec(resource)).flattenBatch(sb.control.records(schoolId, resource), ctx);
   }
 
-  async function expectExactly(pieces: Piece[], schoolId: string, resource: string): Promise<void> {
+  /**
+   * The exported rows are the sandbox's rows now, each once. A resumed read's catch-up may read a
+   * row again in the same version (loaders resolve that by key and updated_at): `sameVersionTwice` allows that.
+   */
+  async function expectExactly(pieces: Piece[], schoolId: string, resource: string, o: { sameVersionTwice?: boolean } = {}): Promise<void> {
     const want = expected(schoolId, resource);
-    for (const [table, rows] of want) expect(canonical(await exported(pieces, table)), table).toEqual(canonical(rows));
+    for (const [table, rows] of want) {
+      const got = canonical(await exported(pieces, table));
+      expect(o.sameVersionTwice ? [...new Set(got)] : got, table).toEqual(canonical(rows));
+    }
   }
 
   /** The sandbox's own log of the requests for one resource of one school (path and query). */
@@ -221,13 +233,13 @@ describe('runTask', () => {
     expect(c1).toEqual({
       snapshot: a.runId,
       seq: 1,
-      next_url: expect.stringMatching(/^\/[^?]*\/schools\/A1001\/achievements\?.*cursor=c1\./),
+      walks: [{ next: expect.stringMatching(/^\/[^?]*\/schools\/A1001\/achievements\?.*cursor=(?!true)[^&]+/), done: false }],
       pages: 4,
       rows: 20,
       started_at: startedAt,
     });
     expect(c2).toMatchObject({ snapshot: a.runId, seq: 2, pages: 8, rows: 40, started_at: startedAt });
-    expect(c2!.next_url).not.toBe(c1!.next_url);
+    expect(c2!.walks[0]!.next).not.toBe(c1!.walks[0]!.next);
     // The committed watermark is untouched until the read completes.
     expect(a.pieces[0]!.state).toMatchObject({ watermark: null, last_run_id: null, last_full_at: null });
 
@@ -258,7 +270,7 @@ describe('runTask', () => {
     expect(a.pieces.map((x) => x.task.rows.achievements)).toEqual([10, 10, 10, 10, 10, 10]);
   });
 
-  it('an aborted read leaves only its committed pieces; the next run resumes from the cursor, reads only the rest and keeps the first start as its watermark', async () => {
+  it('an aborted read leaves only its committed pieces; the next run resumes at the cursor, reads the rest, then catches up from the first start', async () => {
     const first = await attempt(await plan('A1001', 'achievements'), { checkpointPages: 4, abortAfterSeq: 2 });
     expect(first.error).toMatchObject({ name: 'AbortError' });
     expect(first.pieces).toHaveLength(2);
@@ -270,40 +282,51 @@ describe('runTask', () => {
     const saved = first.pieces[1]!.state!.checkpoint!;
     const firstStart = new Date(Date.parse(saved.started_at) - 3600_000).toISOString();
     await editCheckpoint('A1001', 'achievements', (cp) => (cp.started_at = firstStart));
+    // Meanwhile a row the first attempt already read changes upstream.
+    const changedId = String(sb.control.records('A1001', 'achievements')[3]!.id);
+    sb.control.update('A1001', 'achievements', changedId, { points: 4242 });
 
     const p = await plan('A1001', 'achievements');
     expect(p).toMatchObject({ mode: 'full', reason: 'resuming a full read committed up to page 8' });
-    expect(p.resume).toMatchObject({ snapshot: first.runId, seq: 2, pages: 8, rows: 40, next_url: saved.next_url });
+    expect(p.resume).toMatchObject({ snapshot: first.runId, seq: 2, pages: 8, rows: 40, walks: saved.walks });
 
     sb.control.clearRequests();
+    const t1 = Date.now();
     const second = await attempt(p, { checkpointPages: 4 });
     expect(second.error).toBeUndefined();
-    expect(second.result).toMatchObject({ rows: 60, resumed: true, pieces: 3 });
+    expect(second.result).toMatchObject({ resumed: true, pieces: 3 });
     expect(second.events[0]).toEqual({ event: 'resumed', seq: 2, pages: 8, rows: 40 });
 
-    // Only pages 9 to 12, starting at the saved cursor.
+    // Pages 9 to 12 from the saved cursor, then one walk of what changed since the first start.
     const pages = sandboxPages('A1001', 'achievements');
-    expect(pages).toHaveLength(4);
-    expect(pages[0]!.path).toBe(saved.next_url);
-    expect(second.requests).toHaveLength(4);
+    expect(pages.map((r) => r.path)).toEqual([
+      saved.walks[0]!.next,
+      ...Array<unknown>(3).fill(expect.stringMatching(/cursor=(?!true)[^&]+/)),
+      expect.stringContaining(`updated_after=${encodeURIComponent(updatedAfterParam(firstStart, LOOKBACK_SECONDS)).replace(/%20/g, '+')}`),
+    ]);
+    expect(second.requests).toHaveLength(5);
 
-    // The piece continues the snapshot the first attempt began.
+    // The piece continues the snapshot the first attempt began; its watermark is the catch-up's start.
     expect(second.pieces.map((x) => x.task.checkpoint)).toEqual([{ snapshot: first.runId, seq: 3, final: true }]);
-    expect(second.pieces[0]!.task.watermark).toBe(firstStart);
-    expect(second.pieces[0]!.state).toEqual({ watermark: firstStart, last_run_id: second.runId, last_full_at: firstStart });
+    const watermark = second.pieces[0]!.task.watermark!;
+    expect(Date.parse(watermark)).toBeGreaterThanOrEqual(Math.floor(t1 / 1000) * 1000 - 1000);
+    expect(second.pieces[0]!.state).toEqual({ watermark, last_run_id: second.runId, last_full_at: watermark });
 
-    // Both attempts together hold every row once.
-    await expectExactly([...first.pieces, ...second.pieces], 'A1001', 'achievements');
+    // Both attempts together hold every row as it is now: the changed row in its new version.
+    const rows = [...(await exported(first.pieces, 'achievements')), ...(await exported(second.pieces, 'achievements'))];
+    expect(rows.filter((r) => r.id === changedId).map((r) => r.points)).toContain(4242);
+    const latest = new Map<string, Row>();
+    for (const r of rows)
+      if (!latest.has(String(r.id)) || String(r.updated_at) > String(latest.get(String(r.id))!.updated_at)) latest.set(String(r.id), r);
+    expect(canonical([...latest.values()])).toEqual(canonical(expected('A1001', 'achievements').get('achievements')!));
   });
 
   it('a saved cursor the service refuses (400) reads again from page 1, as a new snapshot', async () => {
     const first = await attempt(await plan('A1001', 'achievements'), { checkpointPages: 4, abortAfterSeq: 1 });
     expect(first.pieces).toHaveLength(1);
     const oldStart = new Date(Date.parse(first.pieces[0]!.state!.checkpoint!.started_at) - 3600_000).toISOString();
-    await editCheckpoint('A1001', 'achievements', (cp) => {
-      cp.next_url = cp.next_url.replace(/cursor=[^&]+/, 'cursor=c1.bm90LWEtY3Vyc29y');
-      cp.started_at = oldStart;
-    });
+    await editCheckpoint('A1001', 'achievements', (cp) => (cp.started_at = oldStart));
+    sb.control.invalidateCursors();
 
     sb.control.clearRequests();
     const second = await attempt(await plan('A1001', 'achievements'), { checkpointPages: 4 });
@@ -346,15 +369,15 @@ describe('runTask', () => {
     expect(p).toMatchObject({ mode: 'full', reason: 'snapshot due', knownIdsFile: baseline });
     const killed = await attempt(p, { checkpointPages: 1, abortAfterSeq: 1 });
     expect(killed.error).toMatchObject({ name: 'AbortError' });
-    expect(killed.pieces.flatMap((x) => x.task.rows.deletions ?? [])).toEqual([]);
+    expect(killed.pieces.map((x) => x.task.rows.deletions ?? 0)).toEqual([0]);
 
     const resumed = await attempt(await plan('A1002', 'assessment_aspects', { now: later }), { checkpointPages: 1 });
     expect(resumed.error).toBeUndefined();
     const pieces = [...killed.pieces, ...resumed.pieces];
     const deletions = resumed.committer.snapshot().deletions;
     expect(deletions.map((d) => d.id).sort()).toEqual([ids[1], ids[10]].sort());
-    const startedAt = killed.pieces[0]!.state!.checkpoint!.started_at;
-    expect(deletions.every((d) => d.detected_by === 'snapshot' && d.deleted_at === startedAt.replace('Z', '000Z'))).toBe(true);
+    const detectedAt = resumed.pieces.at(-1)!.state!.last_full_at!;
+    expect(deletions.every((d) => d.detected_by === 'snapshot' && d.deleted_at === detectedAt.replace('Z', '000Z'))).toBe(true);
     expect((await exported(pieces, 'deletions')).map((r) => r.id).sort()).toEqual([ids[1], ids[10]].sort());
     expect(resumed.pieces.at(-1)!.task.rows.deletions).toBe(2);
 
@@ -363,6 +386,83 @@ describe('runTask', () => {
     expect(state.known_ids_file).toBe(`_state/ids/region=apac/school_id=A1002/assessment_aspects-${resumed.runId}.json.gz`);
     expect(allFiles('_state/ids')).toEqual([state.known_ids_file]);
     await expectExactly(pieces, 'A1002', 'assessment_aspects');
+  });
+
+  it('a read split into updated_at windows (big schools) holds every row once, also when killed and resumed', async () => {
+    const windowed = { ...SETTINGS, windows: 3 };
+    // Rows changed lately land in the last window; the rest were last changed long ago: both windows have pages.
+    for (const r of sb.control.records('A1002', 'achievements').slice(20, 35))
+      sb.control.update('A1002', 'achievements', String(r.id), { points: 7 });
+    const whole = await attempt(await plan('A1002', 'achievements', { settings: windowed }), { checkpointPages: 0 });
+    expect(whole.error).toBeUndefined();
+    await expectExactly(whole.pieces, 'A1002', 'achievements');
+
+    // Again from nothing, killed after its first checkpoint: every window's cursor is saved.
+    tmp.cleanup();
+    tmp = tempDir('run-task-');
+    sink = new LocalSink(tmp.dir);
+    const killed = await attempt(await plan('A1002', 'achievements', { settings: windowed }), { checkpointPages: 2, abortAfterSeq: 1 });
+    expect(killed.error).toMatchObject({ name: 'AbortError' });
+    const saved = killed.pieces[0]!.state!.checkpoint!;
+    expect(saved.walks.length).toBeGreaterThan(1);
+    expect(saved.walks.filter((w) => w.next).length).toBeGreaterThan(1); // more than one window had more pages
+    expect(saved.boundaries).toHaveLength(saved.walks.length - 1);
+    const resumed = await attempt(await plan('A1002', 'achievements', { settings: windowed }), { checkpointPages: 2 });
+    expect(resumed.error).toBeUndefined();
+    expect(resumed.result?.resumed).toBe(true);
+    await expectExactly([...killed.pieces, ...resumed.pieces], 'A1002', 'achievements', { sameVersionTwice: true });
+  });
+
+  it('a school revoked while its task reads commits nothing more: the refused piece leaves no file', async () => {
+    const first = await attempt(await plan('A1001', 'achievements'), { checkpointPages: 4, abortAfterSeq: 1 });
+    const kept = first.pieces.flatMap((x) => x.task.files.map((f) => f.path)).sort();
+    // The receiver hears accessRevoked (no purge) while page 6 is on its way.
+    sb.control.clearRequests();
+    const off = sb.control.onRequest({ school: 'A1001', resource: 'achievements', page: 2 }, async () => {
+      await writeDirective(sink, {
+        version: 1,
+        school_id: 'A1001',
+        force_full_seq: 0,
+        deactivated: { reason: 'revoked', at: new Date().toISOString(), event: 'accessRevoked' },
+        updated_at: new Date().toISOString(),
+      });
+    });
+    try {
+      const second = await attempt(await plan('A1001', 'achievements'), { checkpointPages: 4 });
+      expect(second.error).toMatchObject({ code: 'E_PURGED', school: 'A1001' });
+      expect(second.pieces).toEqual([]);
+      expect(second.committer.snapshot().tasks).toEqual([]);
+    } finally {
+      off();
+    }
+    // What was committed before the revocation stays (no purge); nothing else, no temp file.
+    expect(dataFiles()).toEqual(kept);
+  });
+
+  it('a school purged while its task reads keeps nothing, not even the id list its snapshot wrote', async () => {
+    const p = await plan('A1003', 'assessment_aspects');
+    // The receiver hears accessRevoked with purge while the last page is on its way: it writes the
+    // directive, then removes everything of the school it finds (nothing committed yet).
+    sb.control.clearRequests();
+    const off = sb.control.onRequest({ school: 'A1003', resource: 'assessment/aspects', page: 3 }, async () => {
+      await writeDirective(sink, {
+        version: 1,
+        school_id: 'A1003',
+        force_full_seq: 0,
+        deactivated: { reason: 'revoked', at: new Date().toISOString(), event: 'accessRevoked', purge: true },
+        updated_at: new Date().toISOString(),
+      });
+      await purgeSchool(sink, 'A1003', 'access revoked', new Date());
+    });
+    try {
+      const a = await attempt(p, { checkpointPages: 0 });
+      expect(a.error).toMatchObject({ code: 'E_PURGED', school: 'A1003' });
+      expect(a.pieces).toEqual([]);
+    } finally {
+      off();
+    }
+    const left = allFiles().filter((f) => f.includes('school_id=A1003') && !f.startsWith('_state/_directives/'));
+    expect(left).toEqual([]);
   });
 
   it('a read forced by a directive and killed after a checkpoint resumes under the same directive', async () => {
@@ -392,7 +492,7 @@ describe('runTask', () => {
     // The directive has not changed since the read began: its ids are the ones the read saw.
     // Dropping the resume would read the school from page 1 in every run a kill interrupts.
     const next = await plan('A1003', 'achievements', { directive });
-    expect(next.resume?.next_url).toBe(killed.pieces[1]!.state!.checkpoint!.next_url);
+    expect(next.resume?.walks).toEqual(killed.pieces[1]!.state!.checkpoint!.walks);
   });
 
   it('rows read without a scope before a resume are read again once the scope is granted', async () => {
@@ -425,9 +525,7 @@ describe('runTask', () => {
   it('a read restarted from page 1 after a refused cursor leaves no id list of the abandoned read behind', async () => {
     const first = await attempt(await plan('A1001', 'assessment_aspects'), { checkpointPages: 1, abortAfterSeq: 1 });
     expect(first.pieces[0]!.state!.checkpoint!.ids_files).toHaveLength(1);
-    await editCheckpoint('A1001', 'assessment_aspects', (cp) => {
-      cp.next_url = cp.next_url.replace(/cursor=[^&]+/, 'cursor=c1.bm90LWEtY3Vyc29y');
-    });
+    sb.control.invalidateCursors();
     const second = await attempt(await plan('A1001', 'assessment_aspects'), { checkpointPages: 1 });
     expect(second.events.map((e) => e.event)).toContain('resume_refused');
     const state = second.pieces.at(-1)!.state!;
