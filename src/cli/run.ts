@@ -3,6 +3,7 @@ import { resolveRunConfig } from '../config/resolve.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
+import { parsePersonalColumns } from '../privacy/config.ts';
 import { openSource } from './run-source.ts';
 import { parseDomains, withApiOptions, type ApiArgs } from './common.ts';
 
@@ -34,6 +35,11 @@ interface RunArgs extends ApiArgs {
   'purge-on-revoke'?: boolean;
   progress?: 'auto' | 'tty' | 'json' | 'none';
   json?: boolean;
+  'person-id'?: 'keep' | 'pseudonymise';
+  'direct-identifier'?: 'keep' | 'pseudonymise' | 'drop';
+  'free-text'?: 'keep' | 'drop';
+  'personal-column'?: string[];
+  'pseudonymise-key-file'?: string;
 }
 
 const list = (v: string | undefined) =>
@@ -76,7 +82,15 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     wait_for_lock: a['wait-for-lock'],
     purge_on_revoke: a['purge-on-revoke'],
     progress: a.progress,
+    personal_data: personalDataFlags(a),
+    pseudonymise_key_file: a['pseudonymise-key-file'],
   };
+}
+
+function personalDataFlags(a: RunArgs): PipelineConfig['personal_data'] {
+  const columns = parsePersonalColumns(a['personal-column']);
+  const pd = { person_id: a['person-id'], direct_identifier: a['direct-identifier'], free_text: a['free-text'], columns };
+  return Object.values(pd).some((v) => v !== undefined) ? pd : undefined;
 }
 
 export const runCommand: CommandModule<object, RunArgs> = {
@@ -131,7 +145,25 @@ export const runCommand: CommandModule<object, RunArgs> = {
         choices: ['auto', 'tty', 'json', 'none'] as const,
         describe: 'live display on a TTY, JSON lines otherwise (default auto)',
       })
-      .option('json', { type: 'boolean', describe: 'print the summary as JSON' }) as unknown as Argv<RunArgs>,
+      .option('json', { type: 'boolean', describe: 'print the summary as JSON' })
+      .option('person-id', {
+        choices: ['keep', 'pseudonymise'] as const,
+        describe: 'ids of students, contacts, employees (docs/personal-data.md; default keep)',
+      })
+      .option('direct-identifier', {
+        choices: ['keep', 'pseudonymise', 'drop'] as const,
+        describe: 'names, UPN, email, phone, date of birth, address (default keep)',
+      })
+      .option('free-text', { choices: ['keep', 'drop'] as const, describe: 'comments and notes (default keep)' })
+      .option('personal-column', {
+        type: 'string',
+        array: true,
+        describe: 'TABLE.COLUMN=keep|pseudonymise|drop, repeatable: overrides the column class',
+      })
+      .option('pseudonymise-key-file', {
+        type: 'string',
+        describe: 'file holding the secret pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE)',
+      }) as unknown as Argv<RunArgs>,
   handler: async (a) => {
     const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a));
     const interrupt = onInterrupt();

@@ -4,6 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
 import { validatePipeline, type CustomResourceConfig, type PipelineConfig } from './schema.ts';
+import { mergePersonalData, resolvePersonalData, type PersonalDataSettings } from '../privacy/config.ts';
+import { tableSchemas } from '../resources/index.ts';
+import { selectResources } from '../pipeline/plan.ts';
 
 /** The package's own pipelines/ folder, whatever the working directory. */
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -43,6 +46,8 @@ export interface RunConfig {
   purgeOnRevoke: boolean;
   shard: { index: number; count: number };
   progress: 'auto' | 'tty' | 'json' | 'none';
+  /** The personal-data policy and, when it pseudonymises, the key (read once, here). */
+  personalData: PersonalDataSettings;
 }
 
 export const DEFAULTS = {
@@ -85,6 +90,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
   const fromFile = pipelineFile ? readPipelineFile(pipelineFile) : {};
   const c: PipelineConfig = { ...fromFile, ...stripUndefined(flags) };
   if (flags.domains) c.domains = { ...(fromFile.domains ?? {}), ...flags.domains };
+  c.personal_data = mergePersonalData(fromFile.personal_data, flags.personal_data);
 
   let source: RunConfig['source'];
   if (c.api_url) {
@@ -105,6 +111,9 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     );
   }
   const [index, count] = (c.shard ?? '0/1').split('/').map(Number) as [number, number];
+  const customResources = c.custom_resources ?? [];
+  const tables = selectResources(undefined, customResources).flatMap((r) => tableSchemas(r));
+  const personalData = resolvePersonalData(c.personal_data, c.pseudonymise_key_file, tables);
   return {
     source,
     pipelineFile,
@@ -116,7 +125,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     maxFileBytes: c.max_file_bytes ?? DEFAULTS.maxFileBytes,
     schools: c.schools,
     resources: c.resources,
-    customResources: c.custom_resources ?? [],
+    customResources,
     fullRefresh: c.full_refresh ?? false,
     concurrency: c.concurrency ?? DEFAULTS.concurrency,
     connectionsPerDomain: c.connections_per_domain ?? DEFAULTS.connectionsPerDomain,
@@ -132,6 +141,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
     progress: c.progress ?? 'auto',
+    personalData,
   };
 }
 

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.ts';
+import type { PersonalDataConfig } from '../privacy/config.ts';
 
 /**
  * The pipeline file, as users write it (snake_case keys). Every key also has a flag (kebab-case);
@@ -46,6 +47,10 @@ export interface PipelineConfig {
   purge_on_revoke?: boolean;
   shard?: string;
   progress?: 'auto' | 'tty' | 'json' | 'none';
+  /** What to do with personal data (docs/personal-data.md); default: keep everything as read. */
+  personal_data?: PersonalDataConfig;
+  /** File holding the pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE); never the key itself. */
+  pseudonymise_key_file?: string;
 }
 
 type Check = (v: unknown, key: string) => void;
@@ -132,6 +137,13 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   purge_on_revoke: bool,
   shard,
   progress: oneOf('auto', 'tty', 'json', 'none'),
+  personal_data: object({
+    person_id: oneOf('keep', 'pseudonymise'),
+    direct_identifier: oneOf('keep', 'pseudonymise', 'drop'),
+    free_text: oneOf('keep', 'drop'),
+    columns: record(oneOf('keep', 'pseudonymise', 'drop')),
+  }),
+  pseudonymise_key_file: str,
 };
 
 /** Throws ConfigError naming the first bad key. `where` prefixes the message (file name or 'flags'). */

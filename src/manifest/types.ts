@@ -105,6 +105,9 @@ export interface ResourceState {
   /** "table.column" values the last committed read got as null for lack of scope; a later read
    * with the scope re-reads the resource in full so the warehouse gets the values. */
   scope_masked?: string[];
+  /** Fingerprint of the personal-data policy and key the rows were written with (absent: kept as
+   * read). A run with another one reads the resource again in full (docs/personal-data.md). */
+  personal_data?: string;
   /**
    * A full read in progress, committed up to a checkpoint: the next run resumes from `next_url`
    * instead of page 1. Cleared when the read completes.

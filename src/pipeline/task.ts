@@ -7,6 +7,7 @@ import type { Sink } from '../sink/types.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
+import type { PersonalData } from '../privacy/personal-data.ts';
 import { CursorRefused, runWalks, type Walk } from './walks.ts';
 import { splitByTime, updatedAtMs, WindowDedupe } from './windows.ts';
 
@@ -68,6 +69,8 @@ export interface TaskEnv {
   onProgress?: (p: { rows: number; pages: number; bytes: number }) => void;
   onEvent?: (e: TaskEvent) => void;
   signal?: AbortSignal;
+  /** The run's personal-data policy (docs/personal-data.md). */
+  personalData?: PersonalData;
 }
 
 export interface TaskResult {
@@ -319,7 +322,7 @@ async function commitCheckpoint(
   progress: ReadProgress,
   cursor: { walks: Walk[]; boundaries?: number[] },
 ): Promise<void> {
-  await env.admit();
+  await env.admit(); // before anything of the piece is written under a final name
   const piece = await out.commit();
   if (out.keys) {
     const chunk = await writeKeyChunk(env.sink, plan, progress.snapshot, progress.seq + 1, out.keys);
@@ -344,6 +347,7 @@ async function commitCheckpoint(
 }
 
 async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<void> {
+  await env.admit(); // before anything of the piece is written under a final name
   let snapshotIdsFile: string | undefined;
   const obsolete: string[] = [];
   if (out.keys) {
@@ -358,7 +362,6 @@ async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progre
     snapshotIdsFile = snap.idsFile;
     obsolete.push(...progress.idsFiles, ...(plan.knownIdsFile && plan.knownIdsFile !== snap.idsFile ? [plan.knownIdsFile] : []));
   }
-  await env.admit();
   const piece = await out.commit();
   const watermark = nextWatermark(plan.previousWatermark, progress.startedAt!);
   const task = { ...pieceTask(plan, piece, progress, true, out.drift()), watermark };
@@ -370,6 +373,7 @@ async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progre
     snapshotIdsFile,
     forceFullSeq: plan.forceFullSeq,
     scopeMasked: plan.scopeMasked,
+    personalData: env.personalData?.fingerprint,
   };
   await env.commit({ task, deletions: piece.deletions, state: (prev) => promoteResource(prev, read), obsolete });
   progress.seq += 1;
