@@ -105,6 +105,13 @@ describe('promoteResource', () => {
     });
   });
 
+  it("records the personal-data policy fingerprint the rows were written with ('keep' is not recorded)", () => {
+    expect(promoteResource(undefined, read({ personalData: 'fp1' })).personal_data).toBe('fp1');
+    const prev: ResourceState = { watermark: null, last_run_id: null, last_full_at: null, personal_data: 'fp1' };
+    expect(promoteResource(prev, read({ personalData: 'keep' }))).not.toHaveProperty('personal_data');
+    expect(promoteResource(prev, read())).not.toHaveProperty('personal_data');
+  });
+
   it('drops a finished checkpoint and an old scope mask; records a new mask sorted', () => {
     const prev: ResourceState = {
       watermark: null,

@@ -133,6 +133,32 @@ describe('planTask: full or incremental, and why', () => {
   });
 });
 
+describe('planTask: personal-data policy', () => {
+  it('rows written under another policy or key are read again in full, like after a migration', () => {
+    const p = plan(
+      'assessment_aspects',
+      { assessment_aspects: committed({ personal_data: 'fp-old', known_ids_file: 'ids.json.gz', checkpoint: checkpoint() }) },
+      { settings: { personalData: 'fp-new' } },
+    );
+    expect(p).toMatchObject({ mode: 'full', reason: 'personal-data policy or key changed', previousWatermark: null });
+    expect(p.resume).toBeUndefined();
+    expect(p.knownIdsFile).toBeUndefined();
+    // From a policy to none at all, too.
+    expect(plan('achievements', { achievements: committed({ personal_data: 'fp-old' }) }).reason).toBe(
+      'personal-data policy or key changed',
+    );
+  });
+
+  it("the same policy, or none recorded and 'keep', changes nothing", () => {
+    expect(plan('achievements', { achievements: committed({ personal_data: 'fp' }) }, { settings: { personalData: 'fp' } }).mode).toBe(
+      'incremental',
+    );
+    expect(plan('achievements', { achievements: committed() }, { settings: { personalData: 'keep' } }).mode).toBe('incremental');
+    // A first run has nothing written under another policy.
+    expect(plan('achievements', {}, { settings: { personalData: 'fp' } }).reason).toBe('first run');
+  });
+});
+
 describe('planTask: snapshots of tables without deletion records, per resource', () => {
   // Last full snapshot two days ago: due for results (daily), not for aspects (weekly), never for resultsets.
   it('is due by each resource own interval', () => {

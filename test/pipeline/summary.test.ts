@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderSummary, summarise, type SummaryInputs } from '../../src/pipeline/summary.ts';
 import type { Manifest, ManifestTask } from '../../src/manifest/types.ts';
+import { describePolicy } from '../../src/privacy/policy.ts';
 
 const RUN = '20260102T000000.000Z-bbbb';
 const EARLIER = '20260101T000000.000Z-aaaa';
@@ -184,7 +185,8 @@ describe('renderSummary', () => {
     expect(text).toMatch(/\n {2}total\s+2,030\s+5\s+3\.0 MiB\n/);
     expect(text).toContain('  tasks: 2 committed, 0 failed, 0 skipped, 1 interrupted, 1 not started, 1 resumed; deletions recorded: 0');
     expect(text).toContain('  throughput: 33 rows/s, 0.05 MB/s written, 42 requests');
-    expect(text).toContain('  personal data: person ids keep, direct identifiers keep, free text drop');
+    // Worded by the privacy module (one description wherever the policy is shown).
+    expect(text).toContain(`  ${describePolicy({ person_id: 'keep', direct_identifier: 'keep', free_text: 'drop' })}`);
     expect(text).toContain('  schema drift in school_meta: 9 undeclared field(s) kept (f1, f2, f3, f4, f5, f6, f7, f8, …)');
     expect(text).toContain('  no scope at A1001: achievements.comment exported as null');
     expect(text).toContain('  not exported (access revoked or declined): A9003');
