@@ -78,7 +78,7 @@ describe('snapshot-detected deletions', () => {
     expect([...output.keys!]).toEqual(['X3']);
     const { idsFile } = await finishSnapshot({ sink, plan: plan(), output, chunks: [chunk], detectedAt: new Date(), runId: RUN });
     expect(idsFile).toBe(`${IDS_DIR}/assessment_aspects-${RUN}.json.gz`);
-    expect(ids(idsFile).sort()).toEqual(['X1', 'X2', 'X3']);
+    expect(ids(idsFile!).sort()).toEqual(['X1', 'X2', 'X3']);
     const piece = await output.commit();
     expect(piece.deletions).toEqual([]);
     expect(piece.rows).toEqual({ assessment_aspects: 1 });
@@ -124,7 +124,7 @@ describe('snapshot-detected deletions', () => {
     ]);
     expect(piece.rows).toEqual({ assessment_aspects: 1, deletions: 2 });
     // The next baseline holds what this snapshot saw, new ids included.
-    expect(ids(idsFile).sort()).toEqual(['X1', 'X3', 'X5', 'X6']);
+    expect(ids(idsFile!).sort()).toEqual(['X1', 'X3', 'X5', 'X6']);
   });
 
   it('an unreadable id list fails with E_STATE naming it and the way out', async () => {
@@ -149,7 +149,7 @@ describe('snapshot-detected deletions', () => {
       runId: RUN,
     });
     expect((await output.commit()).deletions).toEqual([]);
-    expect(ids(idsFile)).toEqual(['X1']);
+    expect(ids(idsFile!)).toEqual(['X1']);
   });
 
   it('a checkpoint chunk that cannot be found never turns the rows it held into deletions', async () => {
