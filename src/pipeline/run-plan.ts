@@ -31,7 +31,8 @@ export interface RunPlan {
 
 type PlanIo = { client: ApiClient; sink: Sink; reporter: Reporter };
 
-export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; personalData?: string }): Promise<RunPlan> {
+/** `probe: false` (dry runs): no permissions request; scope masks as the last read recorded them. */
+export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; personalData?: string; probe?: boolean }): Promise<RunPlan> {
   const resources = selectResources(cfg.resources, cfg.customResources);
   const discovered = await discoverSchools(io.client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
   const plan: RunPlan = { schools: discovered.schools.length, tasks: [], skipped: [], deactivated: [], scopeMasked: {}, notes: [] };
@@ -45,7 +46,11 @@ export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; person
   };
   // State and directive reads and the probe are independent per school (S3 GETs, one request).
   const limit = pLimit(16);
-  await Promise.all(discovered.schools.map((school) => limit(() => planSchool(school, resources, { ...io, plan, settings, now: o.now }))));
+  await Promise.all(
+    discovered.schools.map((school) =>
+      limit(() => planSchool(school, resources, { ...io, plan, settings, now: o.now, probe: o.probe ?? true })),
+    ),
+  );
   plan.tasks.sort((a, b) => a.school.id.localeCompare(b.school.id, 'en', { numeric: true }));
   if (discovered.schools.length === 0) plan.nothingToDo = nothingMessage(cfg, discovered.problems.length);
   return plan;
@@ -61,7 +66,7 @@ function nothingMessage(cfg: RunConfig, problems: number): string {
 async function planSchool(
   discovered: SchoolRef,
   resources: ResourceSpec[],
-  o: PlanIo & { plan: RunPlan; settings: PlanSettings; now: Date },
+  o: PlanIo & { plan: RunPlan; settings: PlanSettings; now: Date; probe: boolean },
 ): Promise<void> {
   let school = discovered;
   let state: SchoolState;
@@ -87,7 +92,7 @@ async function planSchool(
     );
   let probe = lastKnown(state, resources);
   let tasks = planAll(probe.masked);
-  if (needsProbe(tasks)) {
+  if (o.probe && needsProbe(tasks)) {
     probe = await probeSchool(o.client, school, resources);
     if (probe.inactive) return skipSchool(o.plan, o.reporter, school, probe.inactive);
     tasks = planAll(probe.masked);
