@@ -1,6 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
 import { readPipelineFile } from '../config/resolve.ts';
-import { selectResources } from '../pipeline/plan.ts';
+import { selectResources } from '../resources/index.ts';
 import { tableSchemas } from '../resources/index.ts';
 import type { TableSchema } from '../table.ts';
 import { warehouseLoad, warehouseSql } from '../warehouse/commands.ts';

@@ -8,7 +8,7 @@ import { tableSchemas } from '../resources/index.ts';
 import { openSink, parseDest } from '../sink/index.ts';
 import type { Sink } from '../sink/types.ts';
 import { ApiClient } from '../source/client.ts';
-import { selectResources } from './plan.ts';
+import { selectResources } from '../resources/index.ts';
 import { planRun } from './run-plan.ts';
 
 /** One line of the plan: what a task would read and where it would write. */

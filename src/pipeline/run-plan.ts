@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import type { RunConfig } from '../config/resolve.ts';
+import { selectResources } from '../resources/index.ts';
 import { resolveToken } from '../config/credentials.ts';
 import { ExportError, asExportError } from '../errors.ts';
 import { readDirective, readState } from '../manifest/state-store.ts';
@@ -7,7 +8,7 @@ import type { ManifestTask, SchoolDirective, SchoolState } from '../manifest/typ
 import type { ResourceSpec } from '../resources/types.ts';
 import type { Sink } from '../sink/types.ts';
 import type { ApiClient } from '../source/client.ts';
-import { discoverSchools, planTask, selectResources, type PlanSettings } from './plan.ts';
+import { discoverSchools, planTask, type PlanSettings } from './plan.ts';
 import type { Reporter } from './progress.ts';
 import { PROPERTY_SCOPES } from '../resources/scopes.ts';
 import { PERMISSIONS_PATH, probeSchool, type SchoolProbe } from './school-probe.ts';

@@ -12,7 +12,7 @@ import type { Clock } from '../source/retry.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { reconcileRevocations } from './reconcile.ts';
-import { selectResources } from './plan.ts';
+import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
