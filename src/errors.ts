@@ -14,7 +14,6 @@ export const ERROR_CODES = {
   E_VALIDATION: 'the service rejected data it was sent (422)',
   E_HTTP_RETRIES: 'a retriable failure (429, 5xx, 423, network) outlasted the retry budget',
   E_SCHOOL_INACTIVE: 'the school answered 423 (inactive) after the retry budget; its tasks were skipped',
-  E_CURSOR_REJECTED: 'the service refused a saved pagination cursor; the task restarted from page 1',
   E_PROTOCOL: 'the service answered something the contract does not allow (bad JSON, repeated cursor)',
   E_DOMAIN_NOT_ALLOWED: "a school's region domain is not configured, so the token is never sent there",
   E_UNSAFE_ID: 'an id or region code from the API is not safe as a path segment or key',
