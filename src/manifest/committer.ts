@@ -94,7 +94,8 @@ export class Committer {
       tasks: [...this.tasks].sort((a, b) => (a.school_id + a.resource).localeCompare(b.school_id + b.resource)),
       deletions: this.deletions,
     };
-    await this.sink.writeAtomic(`_manifests/${this.header.run_id}.json`, JSON.stringify(manifest, null, 1) + '\n');
+    // One line, like the parts: warehouses read manifests as newline-delimited JSON (BigQuery).
+    await this.sink.writeAtomic(`_manifests/${this.header.run_id}.json`, JSON.stringify(manifest) + '\n');
     // The whole-run manifest now lists every task the parts did: drop the parts so manifests do
     // not grow twice as fast as runs. (A loader that applied some parts re-stages those tasks
     // from the whole manifest; the merge resolves the duplicate rows to the same state.)

@@ -69,6 +69,7 @@ export async function purgeSchool(sink: Sink, schoolId: string, reason: string, 
     purged: [...byRegion].map(([region, files_removed]) => ({ school_id: schoolId, region, reason, files_removed })),
   };
   const manifestPath = `_manifests/${runId}.json`;
-  await sink.writeAtomic(manifestPath, JSON.stringify(manifest, null, 2) + '\n');
+  // One line: warehouses read manifests as newline-delimited JSON (BigQuery).
+  await sink.writeAtomic(manifestPath, JSON.stringify(manifest) + '\n');
   return { manifestPath, manifest, removed: [...data, ...state] };
 }
