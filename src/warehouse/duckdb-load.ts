@@ -247,10 +247,10 @@ async function applyRun(
         `INSERT INTO ${d.table(SNAPSHOTS_TABLE)} VALUES ${snaps.map((n) => `(${q(t.snapshot!)}, ${q(t.schoolId)}, ${q(n)})`).join(', ')}`,
       );
     }
-    const masked = t.maskedTables.filter((n) => byName.has(n));
+    const masked = t.masked.filter(([table]) => byName.has(table));
     if (masked.length > 0) {
       await conn.run(
-        `INSERT INTO ${d.table(MASKED_TABLE)} VALUES ${masked.map((n) => `(${q(t.runId)}, ${q(t.schoolId)}, ${q(n)})`).join(', ')}`,
+        `INSERT INTO ${d.table(MASKED_TABLE)} VALUES ${masked.map(([table, col]) => `(${q(t.runId)}, ${q(t.schoolId)}, ${q(table)}, ${q(col)})`).join(', ')}`,
       );
     }
     await conn.run(recordTaskSql(t, 'NULL'));

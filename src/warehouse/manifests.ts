@@ -77,8 +77,8 @@ export interface LoadTask {
   files: ManifestFile[];
   /** Set on a full read's last (or only) piece: rows of its tables last seen before this run are gone. */
   snapshot?: string;
-  /** Tables with columns this task's token could not read (scope-masked nulls). */
-  maskedTables: string[];
+  /** Columns this task's token could not read (scope-masked nulls), as [table, column]. */
+  masked: [string, string][];
   /** The manifest records person ids as pseudonymised. */
   pseudonymised: boolean;
 }
@@ -127,9 +127,9 @@ export function manifestEntries(m: Manifest, manifestPath: string): { tasks: Loa
       mode: task.mode,
       files: task.files ?? [],
       ...(task.mode === 'full' && final ? { snapshot: task.checkpoint?.snapshot ?? m.run_id } : {}),
-      maskedTables: Object.entries(task.scope_masked ?? {})
-        .filter(([, cols]) => Array.isArray(cols) && cols.length > 0)
-        .map(([t]) => t),
+      masked: Object.entries(task.scope_masked ?? {}).flatMap(([table, cols]) =>
+        (Array.isArray(cols) ? cols : []).map((col): [string, string] => [table, String(col)]),
+      ),
       pseudonymised,
     });
   }

@@ -22,7 +22,8 @@ export function bookkeepingDdl(d: SqlDialect): string[] {
     // One row per (full snapshot, table): rows of that school and table last seen before the
     // latest such run are gone upstream.
     `CREATE TABLE IF NOT EXISTS ${d.table(SNAPSHOTS_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ${c('table_name')} ${s} NOT NULL)`,
-    `CREATE TABLE IF NOT EXISTS ${d.table(MASKED_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ${c('table_name')} ${s} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${d.table(MASKED_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ` +
+      `${c('table_name')} ${s} NOT NULL, ${c('column_name')} ${s} NOT NULL)`,
   ];
 }
 
@@ -55,25 +56,60 @@ export function touchedSchools(d: SqlDialect): string {
   return `SELECT ${d.ident('school_id')} FROM ${d.table(TASKS_TABLE)} WHERE ${d.ident('merged_at')} IS NULL`;
 }
 
-/**
- * The version order of raw rows, latest first. Among rows of the same updated_at, a row whose
- * task read every column wins over one from a task whose token lacked a scope (`m` joined by
- * maskedJoin): a scope-masked null never replaces a value read with the scope for the same
- * version, while a newer updated_at replaces it as usual.
- */
+/** The version order of raw rows, latest first. */
 function versionOrder(t: TablePlan, d: SqlDialect, alias: string): string {
-  const parts = t.versionOrder.map((c) => `${alias}.${d.ident(c)} ${d.descNullsLast}`);
-  if (t.maskedBy.length > 0) parts.splice(1, 0, `CASE WHEN m.${d.ident('run_id')} IS NULL THEN 0 ELSE 1 END`);
-  return parts.join(', ');
+  return t.versionOrder.map((c) => `${alias}.${d.ident(c)} ${d.descNullsLast}`).join(', ');
 }
 
+/**
+ * Joins each raw row of a table with maskable columns to `m.cols`: ',col,col,' the columns its
+ * run's token could not read in this table (NULL when it read them all).
+ */
 function maskedJoin(t: TablePlan, d: SqlDialect, alias: string): string {
-  if (t.maskedBy.length === 0) return '';
+  if (t.maskable.length === 0) return '';
   const c = (n: string): string => d.ident(n);
   return (
-    ` LEFT JOIN (SELECT DISTINCT ${c('run_id')}, ${c('school_id')} FROM ${d.table(MASKED_TABLE)} ` +
-    `WHERE ${c('table_name')} IN (${t.maskedBy.map((n) => d.str(n)).join(', ')})) AS m ` +
+    ` LEFT JOIN (SELECT mk.${c('run_id')}, mk.${c('school_id')}, ',' || ${d.stringAgg(`mk.${c('column_name')}`, ',')} || ',' AS cols ` +
+    `FROM ${d.table(MASKED_TABLE)} AS mk WHERE mk.${c('table_name')} = ${d.str(t.name)} GROUP BY mk.${c('run_id')}, mk.${c('school_id')}) AS m ` +
     `ON m.${c('run_id')} = ${alias}.${c('_run_id')} AND m.${c('school_id')} = ${alias}.${c('_school_id')}`
+  );
+}
+
+/** 1 when the row's run could not read `column` (or the property it was flattened from), else 0. */
+function maskedFlag(column: string, d: SqlDialect): string {
+  const parts = column.split('__');
+  const names = parts.map((_, i) => parts.slice(0, i + 1).join('__'));
+  return `CASE WHEN m.cols IS NOT NULL AND (${names.map((n) => d.contains('m.cols', d.str(`,${n},`))).join(' OR ')}) THEN 1 ELSE 0 END`;
+}
+
+const filled = (column: string): string => `_filled__${column}`;
+
+/**
+ * The raw rows of the touched schools, each with `_filled__<column>` per maskable column: the
+ * value of the latest row of the same version (school, key, updated_at) whose run could read the
+ * column. A scope-masked null thus never replaces a value read with the scope for the same
+ * version, while a newer version replaces it as usual; when no read of the version had the
+ * scope, the latest read's value stands. Windows without a per-column order keep it to one sort:
+ * rows are numbered once per version, then each column takes the value of the lowest number
+ * among the rows that read it.
+ */
+function rawRows(t: TablePlan, d: SqlDialect): string {
+  const c = (n: string): string => d.ident(n);
+  const touched = `WHERE r.${c('_school_id')} IN (${touchedSchools(d)})`;
+  if (t.maskable.length === 0) return `(SELECT r.* FROM ${d.table(rawName(t.name))} AS r ${touched})`;
+  const group = (alias: string): string => `${partitionBy(t, d, alias)}, ${alias}.${c('updated_at')}`;
+  const flag = (col: string): string => c(`_m__${col}`);
+  const best = (col: string): string => c(`_b__${col}`);
+  const numbered =
+    `SELECT r.*, ROW_NUMBER() OVER (PARTITION BY ${group('r')} ORDER BY r.${c('_extracted_at')} ${d.descNullsLast}, ` +
+    `r.${c('_run_id')} ${d.descNullsLast}) AS ${c('_o')}, ${t.maskable.map((col) => `${maskedFlag(col, d)} AS ${flag(col)}`).join(', ')} ` +
+    `FROM ${d.table(rawName(t.name))} AS r${maskedJoin(t, d, 'r')} ${touched}`;
+  const bests =
+    `SELECT n.*, ${t.maskable.map((col) => `COALESCE(MIN(CASE WHEN n.${flag(col)} = 0 THEN n.${c('_o')} END) OVER (PARTITION BY ${group('n')}), 1) AS ${best(col)}`).join(', ')} ` +
+    `FROM (${numbered}) AS n`;
+  return (
+    `(SELECT b.*, ${t.maskable.map((col) => `MAX(CASE WHEN b.${c('_o')} = b.${best(col)} THEN b.${c(col)} END) OVER (PARTITION BY ${group('b')}) AS ${c(filled(col))}`).join(', ')} ` +
+    `FROM (${bests}) AS b)`
   );
 }
 
@@ -114,7 +150,7 @@ function topLevelSource(plan: Plan, t: TablePlan, d: SqlDialect): string {
     `SELECT r.*, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'r')} ORDER BY ${versionOrder(t, d, 'r')}) AS ${c('_rn')}, ` +
     `MAX(r.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_run')}, ` +
     `MAX(r.${c('_extracted_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_seen')} ` +
-    `FROM ${d.table(rawName(t.name))} AS r${maskedJoin(t, d, 'r')} WHERE r.${c('_school_id')} IN (${touchedSchools(d)})) AS v ` +
+    `FROM ${rawRows(t, d)} AS r) AS v ` +
     `LEFT JOIN (SELECT s.${c('school_id')}, MAX(s.${c('run_id')}) AS ${c('run_id')} FROM ${d.table(SNAPSHOTS_TABLE)} AS s ` +
     `WHERE s.${c('table_name')} = ${d.str(t.name)} GROUP BY s.${c('school_id')}) AS snap ON snap.${c('school_id')} = v.${c('_school_id')} ` +
     (t.appliesDeletions
@@ -144,7 +180,12 @@ function childSource(t: TablePlan, d: SqlDialect): string {
 }
 
 function selectList(t: TablePlan, d: SqlDialect, alias: string): string {
-  return t.columns.map((col) => `${d.finalValue(`${alias}.${d.ident(col.name)}`, col.type)} AS ${d.ident(col.name)}`).join(', ');
+  return t.columns
+    .map((col) => {
+      const source = t.maskable.includes(col.name) ? filled(col.name) : col.name;
+      return `${d.finalValue(`${alias}.${d.ident(source)}`, col.type)} AS ${d.ident(col.name)}`;
+    })
+    .join(', ');
 }
 
 /** The source query alone: tests parse it where a SQL parser cannot parse MERGE. */
@@ -186,17 +227,35 @@ export function compactStatements(plan: Plan, d: SqlDialect): string[] {
   const c = (n: string): string => d.ident(n);
   for (const t of plan.tables) {
     if (t.parent || t === plan.deletions) continue;
-    const ident = [...t.key, '_run_id', '_extracted_at', ...(t.versionOrder[0] === 'updated_at' ? ['updated_at'] : [])];
+    const hasUpdatedAt = t.versionOrder[0] === 'updated_at';
+    const ident = [...t.key, '_run_id', '_extracted_at', ...(hasUpdatedAt ? ['updated_at'] : [])];
     const raw = d.table(rawName(t.name));
+    const same = (k: string): string => `(k.${c(k)} = r.${c(k)} OR (k.${c(k)} IS NULL AND r.${c(k)} IS NULL))`;
+    // Rows of the latest version read with other columns masked supply those columns' values:
+    // the latest row per distinct set of masked columns is kept (a handful of tokens, not one
+    // row per night).
+    const maskedKeep =
+      t.maskable.length > 0
+        ? `, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')}, x.${c('updated_at')}, COALESCE(m.cols, '') ` +
+          `ORDER BY x.${c('_extracted_at')} ${d.descNullsLast}, x.${c('_run_id')} ${d.descNullsLast}) AS ${c('_mask_rn')}, ` +
+          `MAX(x.${c('updated_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_latest')}`
+        : '';
+    const keep = [
+      `k.${c('_rn')} = 1`,
+      `k.${c('_run_id')} = k.${c('_last_run')}`,
+      ...(maskedKeep
+        ? [
+            `(k.${c('_mask_rn')} = 1 AND (k.${c('updated_at')} = k.${c('_latest')} OR (k.${c('updated_at')} IS NULL AND k.${c('_latest')} IS NULL)))`,
+          ]
+        : []),
+    ].join(' OR ');
     out.push(
       `DELETE FROM ${raw} AS r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
         `SELECT 1 FROM (SELECT x.${c('_school_id')}, ${ident.map((k) => `x.${c(k)}`).join(', ')}, ` +
         `ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')} ORDER BY ${versionOrder(t, d, 'x')}) AS ${c('_rn')}, ` +
-        `MAX(x.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_last_run')} ` +
+        `MAX(x.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_last_run')}${maskedKeep} ` +
         `FROM ${raw} AS x${maskedJoin(t, d, 'x')} WHERE x.${c('_school_id')} IN (${touchedSchools(d)})) AS k ` +
-        `WHERE (k.${c('_rn')} = 1 OR k.${c('_run_id')} = k.${c('_last_run')}) AND k.${c('_school_id')} = r.${c('_school_id')} AND ` +
-        ident.map((k) => `(k.${c(k)} = r.${c(k)} OR (k.${c(k)} IS NULL AND r.${c(k)} IS NULL))`).join(' AND ') +
-        ')',
+        `WHERE (${keep}) AND k.${c('_school_id')} = r.${c('_school_id')} AND ${ident.map(same).join(' AND ')})`,
     );
   }
   for (const t of plan.tables) {

@@ -72,15 +72,17 @@ export function manifestStatements({ plan, d }: NightlyParts, docs: string): str
       `SELECT ${j.str('d.doc', ['run_id'])} AS ${c('run_id')}, ${j.str(purge.value, ['school_id'])} AS ${c('school_id')} ` +
         `FROM ${d.temp(T.docs)} AS d${purge.from}`,
     ),
-    // scope_masked maps table -> columns: one test per known table keeps the text bounded.
+    // scope_masked maps table -> columns: one unnest per known table keeps the text bounded.
     d.createTemp(
       T.masked,
       plan.tables
-        .map(
-          (tb) =>
-            `SELECT ${identity}, ${d.str(tb.name)} AS ${c('table_name')} FROM ${d.temp(T.tasks)} AS t ` +
-            `WHERE COALESCE(${j.arrayLength('t.task', ['scope_masked', tb.name])}, 0) > 0`,
-        )
+        .map((tb) => {
+          const col = j.each('t.task', ['scope_masked', tb.name], 'mc');
+          return (
+            `SELECT ${identity}, ${d.str(tb.name)} AS ${c('table_name')}, ${j.str(col.value, [])} AS ${c('column_name')} ` +
+            `FROM ${d.temp(T.tasks)} AS t${col.from}`
+          );
+        })
         .join(' UNION ALL '),
     ),
     d.createTemp(T.known, plan.tables.map((tb) => `SELECT ${d.str(tb.name)} AS ${c('table_name')}`).join(' UNION ALL ')),
@@ -200,8 +202,8 @@ export function applyStatements({ plan, d }: NightlyParts, stage: (t: TablePlan)
     `INSERT INTO ${d.table(SNAPSHOTS_TABLE)} (${c('run_id')}, ${c('school_id')}, ${c('table_name')}) ` +
       `SELECT DISTINCT x.${c('run_id')}, x.${c('school_id')}, x.${c('table_name')} FROM (${snapshotTables}) AS x ` +
       `WHERE x.${c('table_name')} <> ${d.str(DELETIONS_TABLE)}`,
-    `INSERT INTO ${d.table(MASKED_TABLE)} (${c('run_id')}, ${c('school_id')}, ${c('table_name')}) ` +
-      `SELECT DISTINCT m.${c('run_id')}, m.${c('school_id')}, m.${c('table_name')} FROM ${d.temp(T.masked)} AS m ` +
+    `INSERT INTO ${d.table(MASKED_TABLE)} (${c('run_id')}, ${c('school_id')}, ${c('table_name')}, ${c('column_name')}) ` +
+      `SELECT DISTINCT m.${c('run_id')}, m.${c('school_id')}, m.${c('table_name')}, m.${c('column_name')} FROM ${d.temp(T.masked)} AS m ` +
       `JOIN ${d.temp(T.pending)} AS p ON ${sameTask('m', 'p')}`,
     `INSERT INTO ${d.table(TASKS_TABLE)} (${['run_id', 'school_id', 'resource', 'seq', 'manifest', 'mode', 'snapshot', 'applied_at', 'merged_at'].map(c).join(', ')}) ` +
       `SELECT ${c('run_id')}, ${c('school_id')}, ${c('resource')}, ${c('seq')}, ${c('manifest')}, ${c('mode')}, ` +

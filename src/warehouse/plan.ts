@@ -20,12 +20,12 @@ export interface TablePlan {
   /** Rows are removed by deletion records of this table (top-level tables keyed by id). */
   appliesDeletions: boolean;
   /**
-   * Tables whose scope-masked columns make a task's rows of this table a lesser read of the same
-   * version (this table and its children): among rows with the same updated_at, a row from a
-   * task without masked columns wins. Empty for child tables (they follow their parent's row)
-   * and tables without updated_at (a version cannot be told apart there).
+   * Columns a token without a property's scope reads as null (declared nullable data columns),
+   * when the table has updated_at to tell a row's versions apart: for these, a null from a task
+   * that recorded the column as scope-masked never replaces a value read with the scope for the
+   * same version. Empty for child tables (they follow their parent's row).
    */
-  maskedBy: string[];
+  maskable: string[];
 }
 
 export interface Plan {
@@ -37,7 +37,7 @@ export interface Plan {
 /** Applied task keys: what this warehouse has loaded (see merge-sql.ts bookkeepingDdl). */
 export const TASKS_TABLE = '_school_export_tasks';
 export const SNAPSHOTS_TABLE = '_school_export_snapshots';
-/** (run, school, table) of tasks that had scope-masked columns in that table. */
+/** (run, school, table, column) of columns a run's token could not read (scope-masked nulls). */
 export const MASKED_TABLE = '_school_export_masked';
 /** Manifest documents `warehouse load` has read to the end (it skips them next time). */
 export const MANIFESTS_TABLE = '_school_export_manifests';
@@ -66,11 +66,11 @@ export function buildPlan(schemas: TableSchema[]): Plan {
   const deletionsSchema = byName.get(DELETIONS_TABLE);
   const hasDeletions = deletionsSchema !== undefined && DELETION_COLUMNS.every((c) => deletionsSchema.columns.some((d) => d.name === c));
 
-  const parents = new Map(schemas.map((s) => [s.name, findParent(s, schemas)]));
   const plans = schemas.map((s): TablePlan => {
     const names = new Set(s.columns.map((c) => c.name));
-    const parent = parents.get(s.name);
-    const children = schemas.filter((c) => parents.get(c.name)?.table === s.name).map((c) => c.name);
+    const parent = findParent(s, schemas);
+    const maskable =
+      !parent && names.has('updated_at') ? s.columns.filter((c) => c.nullable && !c.name.startsWith('_') && !s.key.includes(c.name)) : [];
     return {
       name: s.name,
       columns: names.has(EXTRA_COLUMN.name) ? s.columns : [...s.columns, EXTRA_COLUMN],
@@ -78,7 +78,7 @@ export function buildPlan(schemas: TableSchema[]): Plan {
       versionOrder: [...(names.has('updated_at') ? ['updated_at'] : []), '_extracted_at', '_run_id'],
       ...(parent ? { parent } : {}),
       appliesDeletions: hasDeletions && s.name !== DELETIONS_TABLE && !parent && s.key.length === 1 && s.key[0] === 'id',
-      maskedBy: !parent && names.has('updated_at') ? [s.name, ...children] : [],
+      maskable: maskable.map((c) => c.name),
     };
   });
   // Children are merged after their parents' current state is known.

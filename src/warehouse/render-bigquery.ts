@@ -66,6 +66,7 @@ export function bigquerySql(dataset: string): SqlDialect {
     },
     fullMatch: (e, pattern) => `REGEXP_CONTAINS(${e}, ${str(`^(?:${pattern})$`)})`,
     stringAgg: (e, sep) => `STRING_AGG(${e}, ${str(sep)})`,
+    contains: (h, n) => `STRPOS(${h}, ${n}) > 0`,
     createTemp: (name, select) => `CREATE OR REPLACE TEMP TABLE ${ident(name)} AS ${select}`,
     failIf: (query, message) =>
       `SET ${MESSAGE} = (SELECT ${message} FROM (${query}) AS q LIMIT 1);\n` +

@@ -48,6 +48,7 @@ export function duckdbSql(): SqlDialect {
     },
     fullMatch: (e, pattern) => `regexp_full_match(${e}, ${str(pattern)})`,
     stringAgg: (e, sep) => `string_agg(${e}, ${str(sep)})`,
+    contains: (h, n) => `contains(${h}, ${n})`,
     createTemp: (name, select) => `CREATE OR REPLACE TEMP TABLE "${name}" AS ${select}`,
     // error() runs only for rows the query returns: an empty result passes.
     failIf: (query, message) => `SELECT error(${message}) FROM (${query}) AS q LIMIT 1`,

@@ -84,6 +84,7 @@ export function snowflakeSql(schema?: string): SnowflakeSql {
     },
     fullMatch: (e, pattern) => `REGEXP_LIKE(${e}, ${sqlString(pattern)})`,
     stringAgg: (e, sep) => `LISTAGG(${e}, ${sqlString(sep)})`,
+    contains: (h, n) => `CONTAINS(${h}, ${n})`,
     createTemp: (name, select) => `CREATE OR REPLACE TEMPORARY TABLE ${table(name)} AS ${select}`,
     // Snowflake Scripting raises declared exceptions, whose messages are fixed text.
     failIf: (query, _message, staticMessage) => {

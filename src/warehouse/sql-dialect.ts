@@ -36,6 +36,8 @@ export interface SqlDialect {
   /** Whether the whole of `expr` matches the regular expression `pattern` (no anchors in it). */
   fullMatch(expr: string, pattern: string): string;
   stringAgg(expr: string, separator: string): string;
+  /** Whether the text `haystack` contains the text `needle`. */
+  contains(haystack: string, needle: string): string;
   createTemp(name: string, select: string): string;
   /**
    * A statement that fails the script with `message` (an SQL text expression over `query`'s
@@ -60,7 +62,7 @@ export const sqlString = (s: string): string => `'${s.replace(/\\/g, '\\\\').rep
 export const standardString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** '$.a.b' for dialects with JSONPath functions; keys are plain names (table and field names). */
-export const jsonPath = (path: string[]): string => `$.${path.join('.')}`;
+export const jsonPath = (path: string[]): string => (path.length ? `$.${path.join('.')}` : '$');
 
 /** Options every dialect's load script takes. */
 export interface ScriptOptions {

@@ -210,6 +210,40 @@ describe('loadIntoDuckDb rules', () => {
     expect(await rawCount(full)).toEqual({ a: 11, s: 7 });
   });
 
+  it('keeps the rows scope-masked columns are filled from when compacting, nightly reads with a lesser token included', async () => {
+    const sink = dirSource(dest, { local: true });
+    const full = join(dir, 'full.duckdb');
+    const masked = { scope_masked: { achievements: ['comment'] } };
+    const read = (runId: string, comment: string | null, updated: string, extra = {}) =>
+      writeRun(dest, runId, 'ndjson', [
+        {
+          school: 'A1',
+          resource: 'achievements',
+          mode: 'full',
+          tables: {
+            achievements: [ach('A10', 1, updated, { comment }), ach('A11', 2, '2024-01-01', { comment: comment && `${comment}!` })],
+          },
+          ...extra,
+        },
+      ]);
+    await read(R1, 'first', '2024-01-01');
+    await read(R2, null, '2024-01-01', masked);
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    await read(R3, null, '2024-01-01', masked);
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    await read(R4, null, '2024-04-01', masked);
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    await loadIntoDuckDb({ sink, dbPath: full, tables: SCHEMAS, keepHistory: true });
+    const sql = 'SELECT id, comment, _run_id FROM achievements ORDER BY id';
+    expect(await dump(db, sql)).toEqual([
+      { id: 'A10', comment: null, _run_id: R4 },
+      { id: 'A11', comment: 'first!', _run_id: R4 },
+    ]);
+    expect(await dump(db, sql)).toEqual(await dump(full, sql));
+    // Nightly masked reads of an unchanged row do not pile up: one row per set of masked columns.
+    expect(await dump(db, `SELECT count(*)::INT AS n FROM _raw_achievements WHERE id = 'A11'`)).toEqual([{ n: 2 }]);
+  });
+
   it('applies runs committed late (a shard that finished after a later run was loaded)', async () => {
     await writeRun(dest, R2, 'ndjson', [
       { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 2, '2024-02-01')] } },

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Manifest } from '../../src/manifest/types.ts';
+import type { Row } from '../../src/table.ts';
 import { loadIntoDuckDb } from '../../src/warehouse/duckdb-load.ts';
 import { dirSource, dump, meta, runStaticScript, SCHEMAS, writeRun, writeTableFile, type TaskSpec } from './fixtures.ts';
 import { ach, ACH_SQL, del, ids, R1, R2, R3, R4, stu, STU_SQL, writeFirstTwoRuns, writeLaterRuns } from './scenarios.ts';
@@ -179,19 +180,40 @@ describe.each(LOADERS)('%s', (_name, load) => {
     const state = () => dump(db, `SELECT comment, parents_notified, _run_id FROM achievements`);
     await full(R1, 'kind words', '2024-01-01', false);
     await load(dest, db);
-    // The same version read again with a token lacking the scope: the values stay, with their children.
+    // The same version read again with a token lacking the scope: the latest read is the row
+    // (its children come with it), and the masked columns keep the values read with the scope.
     await full(R2, null, '2024-01-01', true);
     await load(dest, db);
-    expect(await state()).toEqual([{ comment: 'kind words', parents_notified: true, _run_id: R1 }]);
-    expect(await dump(db, 'SELECT id FROM achievement_students')).toEqual([{ id: 'S1' }]);
-    // A read with the scope of a run that started earlier but committed late wins the same way.
-    await full('20231231T000000Z-0000', 'kind words', '2024-01-01', false);
+    expect(await state()).toEqual([{ comment: 'kind words', parents_notified: true, _run_id: R2 }]);
+    expect(await dump(db, 'SELECT id FROM achievement_students')).toEqual([{ id: 'S2' }]);
+    // A read with the scope from a run that started earlier but committed late: values still kept.
+    await full('20231231T000000Z-0000', 'other words', '2024-01-01', false);
     await load(dest, db);
-    expect(await state()).toEqual([{ comment: 'kind words', parents_notified: true, _run_id: R1 }]);
+    expect(await state()).toEqual([{ comment: 'kind words', parents_notified: true, _run_id: R2 }]);
     // A newer version replaces the value even when masked: the row changed upstream.
     await full(R3, null, '2024-03-01', true);
     await load(dest, db);
     expect(await state()).toEqual([{ comment: null, parents_notified: null, _run_id: R3 }]);
+    // Two tokens, each without a different scope: each column comes from the read that had it.
+    const partial = (runId: string, masked: string, values: Partial<Row>) =>
+      writeRun(dest, runId, 'parquet', [
+        {
+          school: 'A2',
+          resource: 'achievements',
+          mode: 'incremental',
+          tables: { achievements: [ach('A20', 1, '2024-03-01', values)] },
+          scope_masked: { achievements: [masked] },
+        },
+      ]);
+    await partial('20240310T000000Z-0005', 'comment', { comment: null, parents_notified: false });
+    await partial('20240311T000000Z-0006', 'parents_notified', { comment: 'both kept', parents_notified: null });
+    // When every read of a version lacked the scope, the latest read's value stands.
+    await partial('20240312T000000Z-0007', 'comment', { id: 'A21', comment: 'as read', parents_notified: true });
+    await load(dest, db);
+    expect(await dump(db, `SELECT id, comment, parents_notified FROM achievements WHERE _school_id = 'A2' ORDER BY id`)).toEqual([
+      { id: 'A20', comment: 'both kept', parents_notified: false },
+      { id: 'A21', comment: 'as read', parents_notified: true },
+    ]);
   });
 
   it('a purge leaves no row of the school in any table, and tasks of runs that started before it never load', async () => {
