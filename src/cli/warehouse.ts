@@ -2,9 +2,9 @@ import type { Argv, CommandModule } from 'yargs';
 import { readPipelineFile } from '../config/resolve.ts';
 import { ConfigError } from '../errors.ts';
 import { selectResources } from '../pipeline/plan.ts';
-import { tableSchemas } from '../resources/index.ts';
+import { tableSchemas, type ResourceSpec } from '../resources/index.ts';
 import type { TableSchema } from '../table.ts';
-import { warehouseLoad, warehouseSql } from '../warehouse/commands.ts';
+import { warehouseDbt, warehouseLoad, warehouseSql } from '../warehouse/commands.ts';
 import { DIALECT_NAMES, type DialectName } from '../warehouse/dialects.ts';
 
 interface WarehouseArgs {
@@ -15,6 +15,8 @@ interface WarehouseArgs {
   'require-pseudonymised'?: boolean;
   'snowflake-stage'?: string;
   'snowflake-integration'?: string;
+  'source-name'?: string;
+  'freshness-hours'?: number;
   'manifests-from'?: string;
   after?: string;
   's3-endpoint'?: string;
@@ -22,11 +24,15 @@ interface WarehouseArgs {
   pipeline?: string;
 }
 
-/** Tables of the built-in resources plus the pipeline file's custom resources, if one is named. */
-function tablesFor(pipeline: string | undefined): TableSchema[] | undefined {
+/** The built-in resources plus the pipeline file's custom resources, if one is named. */
+function resourcesFor(pipeline: string | undefined): ResourceSpec[] | undefined {
   if (!pipeline) return undefined;
   const cfg = readPipelineFile(pipeline);
-  return selectResources(undefined, cfg.custom_resources ?? []).flatMap((r) => tableSchemas(r));
+  return selectResources(undefined, cfg.custom_resources ?? []);
+}
+
+function tablesFor(pipeline: string | undefined): TableSchema[] | undefined {
+  return resourcesFor(pipeline)?.flatMap((r) => tableSchemas(r));
 }
 
 const s3 = (a: WarehouseArgs) =>
@@ -108,6 +114,33 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
             tables: tablesFor(args.pipeline),
           });
           process.stdout.write(sql.endsWith('\n') ? sql : sql + '\n');
+        },
+      })
+      .command({
+        command: 'dbt',
+        describe: 'print a dbt sources file for the current-state tables: columns, types, key and relationship tests, freshness',
+        builder: (yy: Argv) =>
+          yy
+            .option('dialect', { choices: DIALECT_NAMES, demandOption: true })
+            .option('dataset', { type: 'string', describe: 'BigQuery dataset / Snowflake schema the tables are in (DuckDB: main)' })
+            .option('source-name', { type: 'string', describe: "the source's name in {{ source() }} (default school_export)" })
+            .option('freshness-hours', {
+              type: 'number',
+              describe: 'warn when the newest _extracted_at is older (default 26); error at twice',
+            })
+            .option('pipeline', { type: 'string', describe: 'pipeline file whose custom_resources add tables' }),
+        handler: (a) => {
+          const args = a as unknown as WarehouseArgs;
+          const resources = resourcesFor(args.pipeline);
+          process.stdout.write(
+            warehouseDbt({
+              dialect: args.dialect!,
+              ...(args.dataset ? { dataset: args.dataset } : {}),
+              ...(args['source-name'] ? { sourceName: args['source-name'] } : {}),
+              ...(args['freshness-hours'] !== undefined ? { freshnessHours: args['freshness-hours'] } : {}),
+              ...(resources ? { resources } : {}),
+            }),
+          );
         },
       })
       .demandCommand(1, 'name an action: load, sql or dbt') as unknown as Argv<WarehouseArgs>,

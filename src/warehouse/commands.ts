@@ -3,6 +3,8 @@ import { ConfigError } from '../errors.ts';
 import { RESOURCES, tableSchemas } from '../resources/index.ts';
 import { openSink, parseDest, type S3SinkOptions, type Sink } from '../sink/index.ts';
 import type { TableSchema } from '../table.ts';
+import type { ResourceSpec } from '../resources/index.ts';
+import { renderDbtSources, type DbtOptions } from './dbt.ts';
 import type { LoadResult } from './duckdb-load.ts';
 import { renderSql, type RenderOptions } from './render.ts';
 
@@ -10,6 +12,7 @@ import { renderSql, type RenderOptions } from './render.ts';
  * What `school-export warehouse load|sql|dbt` do, for the CLI to call after parsing flags:
  *   warehouse load --dest DIR|s3://... --into duckdb:PATH [--s3-endpoint URL] [--require-pseudonymised]
  *   warehouse sql --dialect bigquery|snowflake|duckdb --dest gs://...|s3://...|DIR [--dataset NAME] [--require-pseudonymised]
+ *   warehouse dbt --dialect bigquery|snowflake|duckdb [--dataset NAME] [--source-name NAME] [--freshness-hours N]
  * Nothing here loads DuckDB until `warehouse load` runs.
  */
 
@@ -49,6 +52,11 @@ export async function warehouseLoad(opts: {
  */
 export function warehouseSql(opts: Omit<RenderOptions, 'tables'> & { tables?: TableSchema[] }): string {
   return renderSql({ ...opts, tables: opts.tables ?? builtinTables() });
+}
+
+/** The dbt sources file for the tables of these resources (default: the built-in ones). */
+export function warehouseDbt(opts: Omit<DbtOptions, 'resources'> & { resources?: ResourceSpec[] }): string {
+  return renderDbtSources({ ...opts, resources: opts.resources ?? RESOURCES });
 }
 
 /** Loading reads an export: a local directory that does not exist is a mistake, not an empty export. */
