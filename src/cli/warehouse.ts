@@ -4,7 +4,7 @@ import { ConfigError } from '../errors.ts';
 import { selectResources } from '../pipeline/plan.ts';
 import { tableSchemas, type ResourceSpec } from '../resources/index.ts';
 import type { TableSchema } from '../table.ts';
-import { warehouseDbt, warehouseLoad, warehouseSql } from '../warehouse/commands.ts';
+import { compactManifests, warehouseDbt, warehouseLoad, warehouseSql } from '../warehouse/commands.ts';
 import { DIALECT_NAMES, type DialectName } from '../warehouse/dialects.ts';
 
 interface WarehouseArgs {
@@ -117,6 +117,20 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
         },
       })
       .command({
+        command: 'manifests',
+        describe: 'rewrite manifests of older exports (indented over several lines) on one line each, as warehouses read them',
+        builder: (yy: Argv) =>
+          yy
+            .option('dest', { type: 'string', demandOption: true, describe: 'the export: DIR or s3://bucket/prefix' })
+            .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint URL' })
+            .option('s3-region', { type: 'string' }),
+        handler: async (a) => {
+          const args = a as unknown as WarehouseArgs;
+          const n = await compactManifests({ dest: args.dest, s3: s3(args) });
+          process.stderr.write(`rewrote ${n} manifest(s) on one line\n`);
+        },
+      })
+      .command({
         command: 'dbt',
         describe: 'print a dbt sources file for the current-state tables: columns, types, key and relationship tests, freshness',
         builder: (yy: Argv) =>
@@ -143,6 +157,6 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
           );
         },
       })
-      .demandCommand(1, 'name an action: load, sql or dbt') as unknown as Argv<WarehouseArgs>,
+      .demandCommand(1, 'name an action: load, sql, dbt or manifests') as unknown as Argv<WarehouseArgs>,
   handler: () => {},
 };

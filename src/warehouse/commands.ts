@@ -6,12 +6,14 @@ import type { TableSchema } from '../table.ts';
 import type { ResourceSpec } from '../resources/index.ts';
 import { renderDbtSources, type DbtOptions } from './dbt.ts';
 import type { LoadResult } from './duckdb-load.ts';
+import { listManifests, readManifest } from './manifests.ts';
 import { renderSql, type RenderOptions } from './render.ts';
 
 /**
  * What `school-export warehouse load|sql|dbt` do, for the CLI to call after parsing flags:
  *   warehouse load --dest DIR|s3://... --into duckdb:PATH [--s3-endpoint URL] [--require-pseudonymised]
  *   warehouse sql --dialect bigquery|snowflake|duckdb --dest gs://...|s3://...|DIR [--dataset NAME] [--require-pseudonymised]
+ *   warehouse manifests --dest DIR|s3://...   (rewrites manifests of older versions on one line)
  *   warehouse dbt --dialect bigquery|snowflake|duckdb [--dataset NAME] [--source-name NAME] [--freshness-hours N]
  * Nothing here loads DuckDB until `warehouse load` runs.
  */
@@ -57,6 +59,28 @@ export function warehouseSql(opts: Omit<RenderOptions, 'tables'> & { tables?: Ta
 /** The dbt sources file for the tables of these resources (default: the built-in ones). */
 export function warehouseDbt(opts: Omit<DbtOptions, 'resources'> & { resources?: ResourceSpec[] }): string {
   return renderDbtSources({ ...opts, resources: opts.resources ?? RESOURCES });
+}
+
+/**
+ * Rewrites manifests written before they were one line each (an export from an older version)
+ * as one line of JSON, the form warehouses read them in. Same content; each file is replaced
+ * atomically. Returns how many were rewritten.
+ */
+export async function compactManifests(opts: { dest: string; s3?: S3SinkOptions }): Promise<number> {
+  const sink = await openExisting(opts.dest, opts.s3);
+  let rewritten = 0;
+  try {
+    for (const doc of await listManifests(sink)) {
+      const text = (await sink.read(doc.path))?.toString('utf8');
+      if (text === undefined || !text.trimEnd().includes('\n')) continue;
+      const manifest = await readManifest(sink, doc.path, doc.runId);
+      await sink.writeAtomic(doc.path, JSON.stringify(manifest) + '\n');
+      rewritten++;
+    }
+  } finally {
+    await sink.close();
+  }
+  return rewritten;
 }
 
 /** Loading reads an export: a local directory that does not exist is a mistake, not an empty export. */
