@@ -3,6 +3,7 @@ import { resolveRunConfig } from '../config/resolve.ts';
 import type { PipelineConfig } from '../config/schema.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
+import { parsePersonalColumns } from '../privacy/config.ts';
 import { openSource } from './run-source.ts';
 import { parseDomains, withApiOptions, type ApiArgs } from './common.ts';
 
@@ -27,8 +28,18 @@ interface RunArgs extends ApiArgs {
   'lookback-seconds'?: number;
   'snapshot-every-hours'?: number;
   shard?: string;
+  windows?: number;
+  'checkpoint-pages'?: number;
+  'checkpoint-seconds'?: number;
+  'wait-for-lock'?: number;
+  'purge-on-revoke'?: boolean;
   progress?: 'auto' | 'tty' | 'json' | 'none';
   json?: boolean;
+  'person-id'?: 'keep' | 'pseudonymise';
+  'direct-identifier'?: 'keep' | 'pseudonymise' | 'drop';
+  'free-text'?: 'keep' | 'drop';
+  'personal-column'?: string[];
+  'pseudonymise-key-file'?: string;
 }
 
 const list = (v: string | undefined) =>
@@ -65,8 +76,21 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     lookback_seconds: a['lookback-seconds'],
     snapshot_every_hours: a['snapshot-every-hours'],
     shard: a.shard,
+    windows: a.windows,
+    checkpoint_pages: a['checkpoint-pages'],
+    checkpoint_seconds: a['checkpoint-seconds'],
+    wait_for_lock: a['wait-for-lock'],
+    purge_on_revoke: a['purge-on-revoke'],
     progress: a.progress,
+    personal_data: personalDataFlags(a),
+    pseudonymise_key_file: a['pseudonymise-key-file'],
   };
+}
+
+function personalDataFlags(a: RunArgs): PipelineConfig['personal_data'] {
+  const columns = parsePersonalColumns(a['personal-column']);
+  const pd = { person_id: a['person-id'], direct_identifier: a['direct-identifier'], free_text: a['free-text'], columns };
+  return Object.values(pd).some((v) => v !== undefined) ? pd : undefined;
 }
 
 export const runCommand: CommandModule<object, RunArgs> = {
@@ -103,11 +127,43 @@ export const runCommand: CommandModule<object, RunArgs> = {
         describe: 'full snapshot interval for tables without deletion records (default 168)',
       })
       .option('shard', { type: 'string', describe: 'I/N: export only the schools of shard I of N (stable hash of the school id)' })
+      .option('windows', {
+        type: 'number',
+        describe: 'split a full read of a big school into N updated_at windows read side by side (default 1)',
+      })
+      .option('checkpoint-pages', { type: 'number', describe: 'a long read commits what it has every N pages (default 50; 0: never)' })
+      .option('checkpoint-seconds', { type: 'number', describe: '... or every N seconds, whichever comes first (default 60; 0: never)' })
+      .option('wait-for-lock', {
+        type: 'number',
+        describe: 'wait up to N seconds for another run holding this destination (and shard) to finish (default: fail at once)',
+      })
+      .option('purge-on-revoke', {
+        type: 'boolean',
+        describe: 'delete the data of schools the service lists as revoked or declined (as webhooks serve --purge-on-revoke)',
+      })
       .option('progress', {
         choices: ['auto', 'tty', 'json', 'none'] as const,
         describe: 'live display on a TTY, JSON lines otherwise (default auto)',
       })
-      .option('json', { type: 'boolean', describe: 'print the summary as JSON' }) as unknown as Argv<RunArgs>,
+      .option('json', { type: 'boolean', describe: 'print the summary as JSON' })
+      .option('person-id', {
+        choices: ['keep', 'pseudonymise'] as const,
+        describe: 'ids of students, contacts, employees (docs/personal-data.md; default keep)',
+      })
+      .option('direct-identifier', {
+        choices: ['keep', 'pseudonymise', 'drop'] as const,
+        describe: 'names, UPN, email, phone, date of birth, address (default keep)',
+      })
+      .option('free-text', { choices: ['keep', 'drop'] as const, describe: 'comments and notes (default keep)' })
+      .option('personal-column', {
+        type: 'string',
+        array: true,
+        describe: 'TABLE.COLUMN=keep|pseudonymise|drop, repeatable: overrides the column class',
+      })
+      .option('pseudonymise-key-file', {
+        type: 'string',
+        describe: 'file holding the secret pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE)',
+      }) as unknown as Argv<RunArgs>,
   handler: async (a) => {
     const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a));
     const interrupt = onInterrupt();

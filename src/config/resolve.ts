@@ -4,6 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
 import { validatePipeline, type CustomResourceConfig, type PipelineConfig } from './schema.ts';
+import { mergePersonalData, resolvePersonalData, type PersonalDataSettings } from '../privacy/config.ts';
+import { tableSchemas } from '../resources/index.ts';
+import { selectResources } from '../pipeline/plan.ts';
 
 /** The package's own pipelines/ folder, whatever the working directory. */
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -37,10 +40,14 @@ export interface RunConfig {
   checkpointSeconds: number;
   /** Wait this long for another run's lease on the destination before giving up (0: do not wait). */
   waitForLockSeconds: number;
+  /** A full paginated read is split into this many updated_at windows read side by side (1: off). */
+  windows: number;
   /** Purge the data of schools listed as revoked or declined (as the webhook receiver's --purge-on-revoke). */
   purgeOnRevoke: boolean;
   shard: { index: number; count: number };
   progress: 'auto' | 'tty' | 'json' | 'none';
+  /** The personal-data policy and, when it pseudonymises, the key (read once, here). */
+  personalData: PersonalDataSettings;
 }
 
 export const DEFAULTS = {
@@ -83,6 +90,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
   const fromFile = pipelineFile ? readPipelineFile(pipelineFile) : {};
   const c: PipelineConfig = { ...fromFile, ...stripUndefined(flags) };
   if (flags.domains) c.domains = { ...(fromFile.domains ?? {}), ...flags.domains };
+  c.personal_data = mergePersonalData(fromFile.personal_data, flags.personal_data);
 
   let source: RunConfig['source'];
   if (c.api_url) {
@@ -103,6 +111,9 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     );
   }
   const [index, count] = (c.shard ?? '0/1').split('/').map(Number) as [number, number];
+  const customResources = c.custom_resources ?? [];
+  const tables = selectResources(undefined, customResources).flatMap((r) => tableSchemas(r));
+  const personalData = resolvePersonalData(c.personal_data, c.pseudonymise_key_file, tables);
   return {
     source,
     pipelineFile,
@@ -114,7 +125,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     maxFileBytes: c.max_file_bytes ?? DEFAULTS.maxFileBytes,
     schools: c.schools,
     resources: c.resources,
-    customResources: c.custom_resources ?? [],
+    customResources,
     fullRefresh: c.full_refresh ?? false,
     concurrency: c.concurrency ?? DEFAULTS.concurrency,
     connectionsPerDomain: c.connections_per_domain ?? DEFAULTS.connectionsPerDomain,
@@ -126,9 +137,11 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     checkpointPages: c.checkpoint_pages ?? DEFAULTS.checkpointPages,
     checkpointSeconds: c.checkpoint_seconds ?? DEFAULTS.checkpointSeconds,
     waitForLockSeconds: c.wait_for_lock ?? 0,
+    windows: c.windows ?? 1,
     purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
     progress: c.progress ?? 'auto',
+    personalData,
   };
 }
 

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.ts';
+import type { PersonalDataConfig } from '../privacy/config.ts';
 
 /**
  * The pipeline file, as users write it (snake_case keys). Every key also has a flag (kebab-case);
@@ -42,9 +43,14 @@ export interface PipelineConfig {
   checkpoint_pages?: number;
   checkpoint_seconds?: number;
   wait_for_lock?: number;
+  windows?: number;
   purge_on_revoke?: boolean;
   shard?: string;
   progress?: 'auto' | 'tty' | 'json' | 'none';
+  /** What to do with personal data (docs/personal-data.md); default: keep everything as read. */
+  personal_data?: PersonalDataConfig;
+  /** File holding the pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE); never the key itself. */
+  pseudonymise_key_file?: string;
 }
 
 type Check = (v: unknown, key: string) => void;
@@ -127,9 +133,17 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   checkpoint_pages: int(0, 1_000_000),
   checkpoint_seconds: int(0, 7 * 24 * 3600),
   wait_for_lock: int(0, 24 * 3600),
+  windows: int(1, 64),
   purge_on_revoke: bool,
   shard,
   progress: oneOf('auto', 'tty', 'json', 'none'),
+  personal_data: object({
+    person_id: oneOf('keep', 'pseudonymise'),
+    direct_identifier: oneOf('keep', 'pseudonymise', 'drop'),
+    free_text: oneOf('keep', 'drop'),
+    columns: record(oneOf('keep', 'pseudonymise', 'drop')),
+  }),
+  pseudonymise_key_file: str,
 };
 
 /** Throws ConfigError naming the first bad key. `where` prefixes the message (file name or 'flags'). */

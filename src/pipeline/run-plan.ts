@@ -30,7 +30,7 @@ export interface RunPlan {
 
 type PlanIo = { client: ApiClient; sink: Sink; reporter: Reporter };
 
-export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date }): Promise<RunPlan> {
+export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; personalData?: string }): Promise<RunPlan> {
   const resources = selectResources(cfg.resources, cfg.customResources);
   const discovered = await discoverSchools(io.client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
   const plan: RunPlan = { schools: discovered.schools.length, tasks: [], skipped: [], deactivated: [], scopeMasked: {}, notes: [] };
@@ -39,6 +39,8 @@ export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date }): Pro
     fullRefresh: cfg.fullRefresh,
     lookbackSeconds: cfg.lookbackSeconds,
     snapshotEveryHours: cfg.snapshotEveryHoursFor,
+    windows: cfg.windows,
+    ...(o.personalData ? { personalData: o.personalData } : {}),
   };
   // State and directive reads and the probe are independent per school (S3 GETs, one request).
   const limit = pLimit(16);
@@ -98,11 +100,11 @@ async function planSchool(
 /**
  * The permissions are read before the school's tasks (one request, which also finds an inactive
  * school once instead of in every task) when they are exported anyway (the request is reused), or
- * when a resource with scope-guarded properties is read in full. Incremental reads use what the
- * last read found, so an incremental run costs no extra request.
+ * when a resource with scope-guarded properties is read in full, or was masked last time (has the
+ * scope come back?). Other incremental reads use what the last read found: no extra request.
  */
 function needsProbe(tasks: TaskPlan[]): boolean {
-  return tasks.some((t) => t.spec.path === PERMISSIONS_PATH || (t.mode === 'full' && PROPERTY_SCOPES[t.spec.name]));
+  return tasks.some((t) => t.spec.path === PERMISSIONS_PATH || (PROPERTY_SCOPES[t.spec.name] && (t.mode === 'full' || t.scopeMasked.length > 0)));
 }
 
 function lastKnown(state: SchoolState, resources: ResourceSpec[]): SchoolProbe {

@@ -10,11 +10,13 @@ import { ApiClient } from '../source/client.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { reconcileRevocations } from './reconcile.ts';
+import { selectResources } from './plan.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
-import { commitPiece } from './task-commit.ts';
+import { admitPiece, commitPiece } from './task-commit.ts';
 import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
+import { createPersonalData, type PersonalData } from '../privacy/personal-data.ts';
 
 export interface RunDeps {
   /** The access token (the command line resolves it from --token-file or SCHOOL_API_TOKEN). */
@@ -47,6 +49,8 @@ interface RunContext {
   signal?: AbortSignal;
   /** Schools that answered 423 after the retry budget in this run: their remaining tasks are skipped. */
   inactive: Map<string, ExportError>;
+  /** The personal-data policy every task applies (compiled per table once per run). */
+  personalData: PersonalData;
 }
 
 /**
@@ -57,6 +61,7 @@ interface RunContext {
 export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSummary> {
   if (cfg.source.kind !== 'api')
     throw new ConfigError('the sandbox source is started by the command line (school-export run); pass an API source here');
+  selectResources(cfg.resources, cfg.customResources); // a bad name stops the run before any request or write
   const reporter = deps.reporter ?? createReporter(cfg.progress);
   const requests = { count: 0 };
   let client: ApiClient | undefined;
@@ -87,7 +92,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
 async function execute(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
   const reconciled = await reconcile(cfg, io, run);
-  const plan = await planRun(cfg, io, { now: run.startedAt });
+  const plan = await planRun(cfg, io, { now: run.startedAt, personalData: run.personalData.fingerprint });
   plan.notes.unshift(...reconciled);
   for (const t of plan.skipped) run.committer.record(t);
   io.reporter.emit({
@@ -108,6 +113,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: n
   const runId = newRunId(startedAt, cfg.shard);
   const seqs = new Map<string, number>();
   const clock = deps.clock ?? (() => performance.now());
+  const personalData = createPersonalData(cfg.personalData.policy, cfg.personalData.key);
   const header: ConstructorParameters<typeof Committer>[1] = {
     version: 1,
     run_id: runId,
@@ -115,6 +121,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: n
     format: cfg.format,
     format_options: { ...cfg.formatOptions },
     ...(cfg.shard.count > 1 ? { shard: cfg.shard } : {}),
+    personal_data: personalData.record,
   };
   return {
     runId,
@@ -131,6 +138,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: n
     requests,
     signal: deps.signal,
     inactive: new Map(),
+    personalData,
   };
 }
 
@@ -201,13 +209,16 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     runId: run.runId,
     extractedAt: run.extractedAt,
     perPage: cfg.perPage,
+    lookbackSeconds: cfg.lookbackSeconds,
     limits: { maxRows: cfg.maxFileRows, maxBytes: cfg.maxFileBytes },
     nextSeq: run.nextSeq,
     checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
+    admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name }),
     commit: (piece) => commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name }, piece),
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
     signal: run.signal,
+    personalData: run.personalData,
   };
 }
 
@@ -253,7 +264,7 @@ async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<Run
     durationMs: run.clock() - run.began,
     dest: io.sink.url,
     requests: run.requests.count,
-    notes: [...plan.notes, ...(manifestError ? [manifestError] : [])],
+    notes: [...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : []), ...(manifestError ? [manifestError] : [])],
     failRun: manifestError !== undefined || plan.nothingToDo !== undefined,
   });
   io.reporter.emit({ event: 'run_done', run_id: run.runId, status: summary.status, ms: Math.round(summary.durationMs) });

@@ -6,6 +6,7 @@ import type { ResourceSpec } from '../resources/types.ts';
 import type { Sink } from '../sink/types.ts';
 import type { Row, TableSchema } from '../table.ts';
 import { TableFiles } from './table-files.ts';
+import type { PersonalData } from '../privacy/personal-data.ts';
 
 /** The school a task reads, as discovery found it. */
 export interface SchoolRef {
@@ -27,6 +28,8 @@ export interface TaskOutputOptions {
   nextSeq: (dir: string) => number;
   /** Collect the key values written (tables whose deletions are detected by comparing snapshots). */
   collectKeys: boolean;
+  /** The run's personal-data policy: applied to each table's rows after flattening, before writing. */
+  personalData?: PersonalData;
 }
 
 /** What was committed since the previous commit of the same task (one manifest entry). */
@@ -70,6 +73,10 @@ export class TaskOutput {
 
   async writeRecords(records: readonly unknown[]): Promise<void> {
     const tables = this.flattener.flattenBatch(records, this.ctx);
+    // Before anything is written or collected: files, manifest deletions and snapshot keys all
+    // hold the values as the policy leaves them (docs/personal-data.md).
+    if (this.o.personalData)
+      for (const [table, rows] of tables) if (rows.length) this.o.personalData.transformFor(this.schemas.get(table)!)?.(rows);
     for (const [table, rows] of tables) await this.writeRows(table, rows);
     if (this.keys) {
       const key = this.o.spec.key[0]!;
