@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runExport } from '../../src/pipeline/run.ts';
 import { shardOf } from '../../src/pipeline/shard.ts';
@@ -8,6 +7,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import type { Row } from '../../src/table.ts';
 import { warehouseLoad } from '../../src/warehouse/commands.ts';
 import { startGateProxy, type GateProxy } from '../warehouse/gate-proxy.ts';
+import { runKilledAt } from '../warehouse/killed-run.ts';
 import { runStaticScript } from '../warehouse/fixtures.ts';
 import { currentTables } from '../warehouse/tables.ts';
 import { builtinTables } from '../../src/warehouse/commands.ts';
@@ -19,7 +19,6 @@ import { canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
  * (rendered in the DuckDB dialect, run in DuckDB) after each of them. The old procedure
  * ("render with --after MAX(run_id)") never loaded shard 0's remaining tasks here.
  */
-const BIN = resolve(import.meta.dirname, '../../bin/school-export.js');
 const N = 2;
 const ACHIEVEMENT_PAGE_2 = /^\/v1\.0\/schools\/(A\d+)\/achievements\?.*\b(cursor|page)=/;
 
@@ -124,29 +123,12 @@ describe('nightly warehouse procedure with shards, a late shard and a killed run
     }
   });
 
-  /** Runs shard I as a separate process and kills it (SIGKILL) when it asks for page 2 of a school's achievements. */
+  /** Runs shard I as a separate process killed (SIGKILL) when it asks for page 2 of a school's achievements. */
   async function killedRun(shard: number, extra: string[]): Promise<string> {
-    const gate = await startGateProxy([sb.url, ...Object.values(sb.domains)], (p) => ACHIEVEMENT_PAGE_2.test(p));
-    try {
-      const domains = Object.entries(sb.domains).flatMap(([d, u]) => ['--domain', `${d}=${gate.map[u]}`]);
-      const args = [BIN, 'run', '--api-url', gate.map[sb.url]!, ...domains, '--dest', dest, '--format', 'parquet'];
-      args.push('--per-page', '50', '--concurrency', '1', '--shard', `${shard}/${N}`, '--progress', 'none', ...extra);
-      const child = spawn(process.execPath, args, {
-        env: { ...process.env, SCHOOL_API_TOKEN: sb.tokens.full },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const exited = new Promise<NodeJS.Signals | null>((res) => child.on('close', (_code, signal) => res(signal)));
-      const outcome = await Promise.race([gate.reached.then(() => 'reached'), exited.then(() => 'exited')]);
-      expect(outcome, stderr).toBe('reached');
-      child.kill('SIGKILL');
-      expect(await exited).toBe('SIGKILL');
-      const run = manifests().find((m) => m.endsWith(`-s${shard}of${N}`) && !m.endsWith('.json') && !manifests().includes(`${m}.json`));
-      expect(run, 'the killed run left parts').toBeDefined();
-      return run!;
-    } finally {
-      await gate.close();
-    }
+    const args = ['--dest', dest, '--format', 'parquet', '--per-page', '50', '--concurrency', '1', '--shard', `${shard}/${N}`, ...extra];
+    await runKilledAt(sb, args, (p) => ACHIEVEMENT_PAGE_2.test(p));
+    const run = manifests().find((m) => m.endsWith(`-s${shard}of${N}`) && !manifests().includes(`${m}.json`));
+    expect(run, 'the killed run left parts').toBeDefined();
+    return run!;
   }
 });
