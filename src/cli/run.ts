@@ -13,6 +13,8 @@ interface RunArgs extends ApiArgs {
   's3-endpoint'?: string;
   's3-region'?: string;
   's3-checksum-when-required'?: boolean;
+  's3-sse'?: 'AES256' | 'aws:kms';
+  's3-sse-kms-key-id'?: string;
   format?: 'ndjson' | 'csv' | 'parquet';
   gzip?: boolean;
   'csv-formula-guard'?: boolean;
@@ -61,6 +63,8 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     s3_endpoint: a['s3-endpoint'],
     s3_region: a['s3-region'],
     s3_checksum_when_required: a['s3-checksum-when-required'],
+    s3_sse: a['s3-sse'],
+    s3_sse_kms_key_id: a['s3-sse-kms-key-id'],
     format: a.format,
     gzip: a.gzip,
     csv_formula_guard: a['csv-formula-guard'],
@@ -106,6 +110,11 @@ export const runCommand: CommandModule<object, RunArgs> = {
         type: 'boolean',
         describe: 'send/validate checksums only when the operation requires them (default on with --s3-endpoint)',
       })
+      .option('s3-sse', {
+        choices: ['AES256', 'aws:kms'] as const,
+        describe: 'server-side encryption of every object written (data, manifests, state, leases)',
+      })
+      .option('s3-sse-kms-key-id', { type: 'string', describe: 'with --s3-sse aws:kms: the KMS key id, ARN or alias/NAME' })
       .option('format', { choices: ['ndjson', 'csv', 'parquet'] as const, describe: 'output format (default parquet)' })
       .option('gzip', { type: 'boolean', describe: 'gzip NDJSON files' })
       .option('csv-formula-guard', {

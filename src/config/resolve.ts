@@ -18,7 +18,7 @@ export interface RunConfig {
     | { kind: 'sandbox'; seed: number; schools: number; achievementsPerSchool: number; maxPerPage?: number };
   pipelineFile?: string;
   dest: string;
-  s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean };
+  s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean; sse?: { type: 'AES256' | 'aws:kms'; kmsKeyId?: string } };
   format: 'ndjson' | 'csv' | 'parquet';
   formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number };
   maxFileRows: number;
@@ -46,6 +46,10 @@ export interface RunConfig {
   purgeOnRevoke: boolean;
   shard: { index: number; count: number };
   progress: 'auto' | 'tty' | 'json' | 'none';
+  /** The least severe JSON log line written (debug shows every page). */
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Retry budget of each request (see source/retry.ts for the defaults). */
+  retry: { maxAttempts?: number; maxElapsedMs?: number };
   /** The personal-data policy and, when it pseudonymises, the key (read once, here). */
   personalData: PersonalDataSettings;
 }
@@ -118,7 +122,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     source,
     pipelineFile,
     dest: c.dest ?? DEFAULTS.dest,
-    s3: { endpoint: c.s3_endpoint, region: c.s3_region, checksumWhenRequired: c.s3_checksum_when_required },
+    s3: { endpoint: c.s3_endpoint, region: c.s3_region, checksumWhenRequired: c.s3_checksum_when_required, sse: s3Encryption(c) },
     format: c.format ?? DEFAULTS.format,
     formatOptions: { gzip: c.gzip ?? false, csvFormulaGuard: c.csv_formula_guard ?? false, rowGroupRows: c.row_group_rows },
     maxFileRows: c.max_file_rows ?? DEFAULTS.maxFileRows,
@@ -141,6 +145,11 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
     progress: c.progress ?? 'auto',
+    logLevel: c.log_level ?? 'info',
+    retry: {
+      ...(c.max_retries !== undefined ? { maxAttempts: c.max_retries + 1 } : {}),
+      ...(c.max_retry_seconds !== undefined ? { maxElapsedMs: c.max_retry_seconds * 1000 } : {}),
+    },
     personalData,
   };
 }
@@ -150,3 +159,12 @@ function stripUndefined<T extends object>(o: T): T {
 }
 
 export { parseDomains };
+
+/** --s3-sse / --s3-sse-kms-key-id; a key id alone is a mistake, not a silent default. */
+function s3Encryption(c: PipelineConfig): RunConfig['s3']['sse'] {
+  if (c.s3_sse_kms_key_id !== undefined && c.s3_sse !== 'aws:kms') {
+    throw new ConfigError('s3_sse_kms_key_id (--s3-sse-kms-key-id) needs s3_sse aws:kms (--s3-sse aws:kms)');
+  }
+  if (c.s3_sse === undefined) return undefined;
+  return c.s3_sse_kms_key_id === undefined ? { type: c.s3_sse } : { type: c.s3_sse, kmsKeyId: c.s3_sse_kms_key_id };
+}

@@ -24,6 +24,10 @@ export interface PipelineConfig {
   s3_endpoint?: string;
   s3_region?: string;
   s3_checksum_when_required?: boolean;
+  /** Server-side encryption of every object written to S3. */
+  s3_sse?: 'AES256' | 'aws:kms';
+  /** With s3_sse aws:kms: the KMS key (id, ARN or alias/name); default the bucket's AWS-managed key. */
+  s3_sse_kms_key_id?: string;
   format?: 'ndjson' | 'csv' | 'parquet';
   gzip?: boolean;
   csv_formula_guard?: boolean;
@@ -46,6 +50,9 @@ export interface PipelineConfig {
   windows?: number;
   purge_on_revoke?: boolean;
   shard?: string;
+  log_level?: 'debug' | 'info' | 'warn' | 'error';
+  max_retries?: number;
+  max_retry_seconds?: number;
   progress?: 'auto' | 'tty' | 'json' | 'none';
   /** What to do with personal data (docs/personal-data.md); default: keep everything as read. */
   personal_data?: PersonalDataConfig;
@@ -112,6 +119,8 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   s3_endpoint: str,
   s3_region: str,
   s3_checksum_when_required: bool,
+  s3_sse: oneOf('AES256', 'aws:kms'),
+  s3_sse_kms_key_id: str,
   format: oneOf('ndjson', 'csv', 'parquet'),
   gzip: bool,
   csv_formula_guard: bool,
@@ -137,6 +146,9 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   purge_on_revoke: bool,
   shard,
   progress: oneOf('auto', 'tty', 'json', 'none'),
+  log_level: oneOf('debug', 'info', 'warn', 'error'),
+  max_retries: int(0, 100),
+  max_retry_seconds: int(1, 24 * 3600),
   personal_data: object({
     person_id: oneOf('keep', 'pseudonymise'),
     direct_identifier: oneOf('keep', 'pseudonymise', 'drop'),

@@ -2,6 +2,7 @@ import pLimit from 'p-limit';
 import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { Committer } from '../manifest/committer.ts';
+import { acquireLease, isStale, readLeases, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { openSink } from '../sink/index.ts';
@@ -62,34 +63,55 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   if (cfg.source.kind !== 'api')
     throw new ConfigError('the sandbox source is started by the command line (school-export run); pass an API source here');
   selectResources(cfg.resources, cfg.customResources); // a bad name stops the run before any request or write
-  const reporter = deps.reporter ?? createReporter(cfg.progress);
+  const reporter = deps.reporter ?? createReporter(cfg.progress, { level: cfg.logLevel });
   const requests = { count: 0 };
+  const startedAt = (deps.now ?? (() => new Date()))();
+  const runId = newRunId(startedAt, cfg.shard);
   let client: ApiClient | undefined;
   let sink: Sink | undefined;
+  let lease: Lease | undefined;
   try {
-    sink = await openSink(cfg.dest, {
-      s3: { endpoint: cfg.s3.endpoint, region: cfg.s3.region, checksumWhenRequired: cfg.s3.checksumWhenRequired },
+    sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId });
+    lease = await acquireLease(sink, {
+      runId,
+      shard: cfg.shard,
+      waitSeconds: cfg.waitForLockSeconds,
+      onWait: (holder) => reporter.emit({ event: 'lease_wait', holder }),
     });
+    await sweepLeftovers(sink);
     client = new ApiClient({
       apiUrl: cfg.source.apiUrl,
       token: deps.token,
       auth: cfg.source.auth,
       domains: cfg.source.domains,
       connectionsPerDomain: cfg.connectionsPerDomain,
+      retry: cfg.retry,
+      ...(deps.signal ? { signal: deps.signal } : {}),
       onEvent: (e) => {
         if (e.type === 'request') requests.count += 1;
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter }, deps, requests);
+    return await execute(cfg, { client, sink, reporter }, { ...deps, runId, startedAt }, requests);
   } finally {
     reporter.close();
     await client?.close();
+    await lease?.release().catch(() => undefined);
     await sink?.close();
   }
 }
 
-async function execute(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: number }): Promise<RunSummary> {
+/** Temporary files and unfinished uploads of runs that no longer hold a lease here (killed runs). */
+async function sweepLeftovers(sink: Sink): Promise<void> {
+  const now = new Date();
+  const live = new Set((await readLeases(sink)).filter((l) => !isStale(l, now)).map((l) => l.run_id));
+  const dayAgo = now.getTime() - 24 * 3600_000;
+  await sink.sweepTemp('', (t) => (t.owner ? live.has(t.owner) : (t.startedAt?.getTime() ?? 0) > dayAgo));
+}
+
+type StartedDeps = RunDeps & { runId: string; startedAt: Date };
+
+async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
   const reconciled = await reconcile(cfg, io, run);
   const plan = await planRun(cfg, io, { now: run.startedAt, personalData: run.personalData.fingerprint });
@@ -108,9 +130,8 @@ async function execute(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { cou
   return finishRun(io, run, plan);
 }
 
-function startRun(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: number }): RunContext {
-  const startedAt = (deps.now ?? (() => new Date()))();
-  const runId = newRunId(startedAt, cfg.shard);
+function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): RunContext {
+  const { runId, startedAt } = deps;
   const seqs = new Map<string, number>();
   const clock = deps.clock ?? (() => performance.now());
   const personalData = createPersonalData(cfg.personalData.policy, cfg.personalData.key);

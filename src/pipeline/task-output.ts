@@ -14,6 +14,8 @@ export interface SchoolRef {
   region: string;
   domain?: string;
   record: unknown; // the school object from discovery
+  /** The school's own token (delivered by schoolApproved), used for its requests instead of the run's. */
+  token?: string;
 }
 
 export interface TaskOutputOptions {

@@ -3,6 +3,7 @@ import { checkpointResource, nextWatermark, promoteResource, updatedAfterParam }
 import type { Manifest, ManifestTask, ResourceState } from '../manifest/types.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import type { ApiClient } from '../source/client.ts';
+import { rowKeyOf } from '../source/row-key.ts';
 import type { Sink } from '../sink/types.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
@@ -146,7 +147,8 @@ async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: 
   const query: Record<string, string | number | boolean | undefined> = { ...(spec.query ?? {}), updated_after: plan.updatedAfter };
   const ctx = { school: school.id, endpoint: spec.path };
   if (spec.shape === 'object' || !spec.paginated) {
-    const { body, serverDate } = (plan.prefetched ?? (await env.client.getJson(path, { domain: school.domain, query, ctx }))) as {
+    const { body, serverDate } = (plan.prefetched ??
+      (await env.client.getJson(path, { domain: school.domain, query, ctx, token: school.token }))) as {
       body: { data?: unknown } | undefined;
       serverDate?: Date;
     };
@@ -218,6 +220,7 @@ async function startRead(
   // The first page, as one request (no page fetched ahead): its rows are written and sample the school.
   const first = await env.client.getJson<{ data?: unknown; meta?: { pagination?: { next?: unknown; more?: unknown } } }>(req.path, {
     domain: plan.school.domain,
+    token: plan.school.token,
     query: { ...req.query, ...listQuery(plan, env) },
     ctx: req.ctx,
   });
@@ -255,6 +258,8 @@ async function walkAll(
     pages: (w) =>
       env.client.paginate(req.path, {
         domain: plan.school.domain,
+        token: plan.school.token,
+        rowKey: rowKeyOf(plan.spec.key),
         query: { ...req.query, ...(w.after ? { updated_after: w.after } : {}), ...(w.before ? { updated_before: w.before } : {}) },
         mode: 'cursor',
         perPage: env.perPage,

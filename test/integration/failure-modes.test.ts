@@ -88,7 +88,9 @@ describe('failure modes', () => {
         true,
       );
 
-      const full = await runExport(sandboxConfig(sb, tmp.dir, { format: 'ndjson', resources: ['achievements'] }), { token: sb.tokens.full });
+      const full = await runExport(sandboxConfig(sb, tmp.dir, { format: 'ndjson', resources: ['achievements'] }), {
+        token: sb.tokens.full,
+      });
       expect(full.scopeMasked).toEqual({});
       const again = readManifests(tmp.dir).filter((t) => t.run_id === full.runId);
       expect(again.every((t) => t.mode === 'full' && t.scope_masked === undefined)).toBe(true);

@@ -83,7 +83,18 @@ describe('signals and kills', () => {
     try {
       sb.control.clearRequests(); // page counts start again
       const held = sb.control.hold({ school: 'A1001', resource: 'achievements', page: 2 });
-      const p = cli(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--per-page', '200', '--schools', 'A1001', '--resources', 'achievements']);
+      const p = cli(sb, [
+        '--dest',
+        tmp.dir,
+        '--format',
+        'ndjson',
+        '--per-page',
+        '200',
+        '--schools',
+        'A1001',
+        '--resources',
+        'achievements',
+      ]);
       await held.reached;
       p.child.kill('SIGINT');
       // The held request never answers: only the second signal can end the process.
@@ -97,7 +108,11 @@ describe('signals and kills', () => {
     }
   });
 
-  for (const variant of ['resumes from its saved cursor', 'restarts from page 1 when the cursor is refused', 'resumes after rows changed']) {
+  for (const variant of [
+    'resumes from its saved cursor',
+    'restarts from page 1 when the cursor is refused',
+    'resumes after rows changed',
+  ]) {
     it(`a task over 20,000 rows killed (SIGKILL) halfway ${variant}, and the warehouse then equals the sandbox`, async () => {
       const tmp = tempDir('kill20k-');
       const args = ['--dest', tmp.dir, '--format', 'parquet', '--per-page', '500', '--schools', 'A1001'];
