@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import pLimit from 'p-limit';
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
 import type { ManifestFile } from '../manifest/types.ts';
 import type { TableSchema } from '../table.ts';
@@ -160,9 +161,12 @@ async function readLoadState(conn: DuckDBConnection, src: WarehouseSource): Prom
   const purges: Purge[] = [];
   const docs: LoadState['docs'] = [];
   const migrated: LoadTask[] = [];
-  for (const doc of await listManifests(src)) {
-    if (read.has(doc.path)) continue;
-    const entries = manifestEntries(await readManifest(src, doc.path, doc.runId), doc.path);
+  // Read side by side (S3 GETs), handled in run order.
+  const limit = pLimit(8);
+  const unread = (await listManifests(src)).filter((doc) => !read.has(doc.path));
+  const documents = await Promise.all(unread.map((doc) => limit(async () => ({ doc, m: await readManifest(src, doc.path, doc.runId) }))));
+  for (const { doc, m } of documents) {
+    const entries = manifestEntries(m, doc.path);
     docs.push({ path: doc.path, keys: [...entries.tasks, ...entries.purges].map((t) => t.key) });
     // A loader before task keys recorded this document as applied: its tasks are in the tables.
     if (legacy?.has(legacyKey(doc))) migrated.push(...entries.tasks.filter((t) => !applied.has(t.key)));

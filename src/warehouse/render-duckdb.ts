@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import type { ColumnType } from '../table.ts';
 import {
@@ -70,7 +71,8 @@ function script(plan: Plan, opts: ScriptOptions): string[] {
   }
   const d = duckdbSql();
   const parts: NightlyParts = { plan, d, requirePseudonymised: opts.requirePseudonymised ?? false };
-  const base = opts.location.replace(/\/+$/, '');
+  // The DuckDB CLI reads paths relative to where it runs: the script names the directory absolutely.
+  const base = resolve(opts.location).replace(/\/+$/, '');
   const c = (n: string): string => d.ident(n);
   const docs =
     `SELECT regexp_extract(filename, '_manifests/[^/]+(/[^/]+)?$') AS ${c('manifest')}, json AS ${c('doc')} ` +
