@@ -90,7 +90,7 @@ export function snowflakeSql(schema?: string): SnowflakeSql {
     failIf: (query, _message, staticMessage) => {
       const name = `school_export_check_${exceptions.length + 1}`;
       exceptions.push(`${name} EXCEPTION (${-20001 - exceptions.length}, ${sqlString(staticMessage)})`);
-      return `IF (EXISTS (${query})) THEN\n    RAISE ${name};\n  END IF`;
+      return `SELECT COUNT(*) INTO :check_rows FROM (${query}) AS q;\n  IF (check_rows > 0) THEN\n    RAISE ${name};\n  END IF`;
     },
     beginTransaction: 'BEGIN TRANSACTION',
     commit: 'COMMIT',
@@ -151,6 +151,7 @@ function script(plan: Plan, opts: ScriptOptions): string[] {
     'EXECUTE IMMEDIATE $$',
     'DECLARE',
     '  stmt VARCHAR;',
+    '  check_rows INTEGER;',
     ...d.exceptions.map((e) => `  ${e};`),
     'BEGIN',
     ...body.map((s) => `  ${s};`),

@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS achievement_students (achievement_id VARCHAR, id VARC
 EXECUTE IMMEDIATE $$
 DECLARE
   stmt VARCHAR;
+  check_rows INTEGER;
   school_export_check_1 EXCEPTION (-20001, 'school-export: a manifest lists an unsafe or misplaced file path; nothing was loaded');
   school_export_check_2 EXCEPTION (-20002, 'school-export: a pending task wrote files that are not Parquet; export with --format parquet (or load with warehouse load)');
   school_export_check_3 EXCEPTION (-20003, 'school-export: staged achievements rows do not match the row counts the manifests list (a file changed after its run committed); nothing was loaded');
@@ -50,10 +51,12 @@ BEGIN
   CREATE OR REPLACE TEMPORARY TABLE _se_pending AS SELECT t.run_id, t.school_id, t.resource, t.seq, MIN(t.manifest) AS manifest, MIN(t.mode) AS mode, MIN(t.piece_final) AS piece_final, MIN(t.snapshot) AS snapshot, MIN(t.pseudonymised) AS pseudonymised FROM _se_tasks AS t WHERE t.status = 'committed' AND NOT EXISTS (SELECT 1 FROM _school_export_tasks AS a WHERE a.run_id = t.run_id AND a.school_id = t.school_id AND a.resource = t.resource AND a.seq = t.seq) AND NOT EXISTS (SELECT 1 FROM _se_purges AS p WHERE p.school_id = t.school_id AND t.run_id < p.run_id) GROUP BY t.run_id, t.school_id, t.resource, t.seq;
   CREATE OR REPLACE TEMPORARY TABLE _se_pending_files AS SELECT DISTINCT f.table_name, f.path, f.row_count, f.run_id, f.school_id FROM _se_files AS f JOIN _se_pending AS t ON f.run_id = t.run_id AND f.school_id = t.school_id AND f.resource = t.resource AND f.seq = t.seq JOIN _se_known AS k ON k.table_name = f.table_name;
   CREATE OR REPLACE TEMPORARY TABLE _se_pending_purges AS SELECT DISTINCT p.run_id, p.school_id FROM _se_purges AS p WHERE NOT EXISTS (SELECT 1 FROM _school_export_tasks AS a WHERE a.run_id = p.run_id AND a.school_id = p.school_id AND a.resource = '_purge');
-  IF (EXISTS (SELECT run_id, path FROM _se_pending_files WHERE NOT (REGEXP_LIKE(path, '([A-Za-z0-9_=-][A-Za-z0-9_=.-]*/)*[A-Za-z0-9_=-][A-Za-z0-9_=.-]*')) OR SUBSTR(path, 1, LENGTH(table_name) + 1) <> table_name || '/')) THEN
+  SELECT COUNT(*) INTO :check_rows FROM (SELECT run_id, path FROM _se_pending_files WHERE NOT (REGEXP_LIKE(path, '([A-Za-z0-9_=-][A-Za-z0-9_=.-]*/)*[A-Za-z0-9_=-][A-Za-z0-9_=.-]*')) OR SUBSTR(path, 1, LENGTH(table_name) + 1) <> table_name || '/') AS q;
+  IF (check_rows > 0) THEN
     RAISE school_export_check_1;
   END IF;
-  IF (EXISTS (SELECT run_id, path FROM _se_pending_files WHERE SUBSTR(path, LENGTH(path) - 7) <> '.parquet')) THEN
+  SELECT COUNT(*) INTO :check_rows FROM (SELECT run_id, path FROM _se_pending_files WHERE SUBSTR(path, LENGTH(path) - 7) <> '.parquet') AS q;
+  IF (check_rows > 0) THEN
     RAISE school_export_check_2;
   END IF;
   CREATE OR REPLACE TEMPORARY TABLE _stage_achievements AS SELECT * FROM _raw_achievements WHERE 1 = 0;
@@ -86,19 +89,24 @@ BEGIN
     stmt := 'COPY INTO _stage_achievement_students FROM @school_export_stage/achievement_students/ FILES = (' || f.files || ') FILE_FORMAT = (TYPE = PARQUET USE_LOGICAL_TYPE = TRUE) MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE ON_ERROR = ABORT_STATEMENT FORCE = TRUE';
     EXECUTE IMMEDIATE stmt;
   END FOR;
-  IF (EXISTS (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'achievements' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_achievements GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0))) THEN
+  SELECT COUNT(*) INTO :check_rows FROM (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'achievements' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_achievements GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0)) AS q;
+  IF (check_rows > 0) THEN
     RAISE school_export_check_3;
   END IF;
-  IF (EXISTS (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'school_meta' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_school_meta GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0))) THEN
+  SELECT COUNT(*) INTO :check_rows FROM (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'school_meta' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_school_meta GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0)) AS q;
+  IF (check_rows > 0) THEN
     RAISE school_export_check_4;
   END IF;
-  IF (EXISTS (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'school_permissions' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_school_permissions GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0))) THEN
+  SELECT COUNT(*) INTO :check_rows FROM (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'school_permissions' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_school_permissions GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0)) AS q;
+  IF (check_rows > 0) THEN
     RAISE school_export_check_5;
   END IF;
-  IF (EXISTS (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'deletions' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_deletions GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0))) THEN
+  SELECT COUNT(*) INTO :check_rows FROM (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'deletions' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_deletions GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0)) AS q;
+  IF (check_rows > 0) THEN
     RAISE school_export_check_6;
   END IF;
-  IF (EXISTS (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'achievement_students' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_achievement_students GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0))) THEN
+  SELECT COUNT(*) INTO :check_rows FROM (SELECT COALESCE(e.run_id, s._run_id) AS run_id, COALESCE(e.school_id, s._school_id) AS school_id, COALESCE(e.n, 0) AS expected, COALESCE(s.n, 0) AS staged FROM (SELECT run_id, school_id, SUM(row_count) AS n FROM _se_pending_files WHERE table_name = 'achievement_students' GROUP BY run_id, school_id) AS e FULL OUTER JOIN (SELECT _run_id, _school_id, COUNT(*) AS n FROM _stage_achievement_students GROUP BY _run_id, _school_id) AS s ON s._run_id = e.run_id AND s._school_id = e.school_id WHERE COALESCE(e.n, 0) <> COALESCE(s.n, 0)) AS q;
+  IF (check_rows > 0) THEN
     RAISE school_export_check_7;
   END IF;
   BEGIN TRANSACTION;
