@@ -250,7 +250,7 @@ export function compactStatements(plan: Plan, d: SqlDialect): string[] {
         : []),
     ].join(' OR ');
     out.push(
-      `DELETE FROM ${raw} AS r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
+      `DELETE FROM ${raw} r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
         `SELECT 1 FROM (SELECT x.${c('_school_id')}, ${ident.map((k) => `x.${c(k)}`).join(', ')}, ` +
         `ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')} ORDER BY ${versionOrder(t, d, 'x')}) AS ${c('_rn')}, ` +
         `MAX(x.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_last_run')}${maskedKeep} ` +
@@ -261,13 +261,13 @@ export function compactStatements(plan: Plan, d: SqlDialect): string[] {
   for (const t of plan.tables) {
     if (!t.parent) continue;
     out.push(
-      `DELETE FROM ${d.table(rawName(t.name))} AS r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
+      `DELETE FROM ${d.table(rawName(t.name))} r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
         `SELECT 1 FROM ${d.table(rawName(t.parent.table))} AS p ` +
         `WHERE p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(t.parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')})`,
     );
   }
   out.push(
-    `DELETE FROM ${d.table(SNAPSHOTS_TABLE)} AS s WHERE s.${c('run_id')} < (SELECT MAX(x.${c('run_id')}) FROM ${d.table(SNAPSHOTS_TABLE)} AS x ` +
+    `DELETE FROM ${d.table(SNAPSHOTS_TABLE)} s WHERE s.${c('run_id')} < (SELECT MAX(x.${c('run_id')}) FROM ${d.table(SNAPSHOTS_TABLE)} AS x ` +
       `WHERE x.${c('school_id')} = s.${c('school_id')} AND x.${c('table_name')} = s.${c('table_name')})`,
   );
   return out;
@@ -282,7 +282,7 @@ export function purgeStatements(plan: Plan, d: SqlDialect, purges: string): stri
   return plan.tables.flatMap((t) =>
     [rawName(t.name), t.name].map(
       (name) =>
-        `DELETE FROM ${d.table(name)} AS r WHERE EXISTS (SELECT 1 FROM (${purges}) AS p ` +
+        `DELETE FROM ${d.table(name)} r WHERE EXISTS (SELECT 1 FROM (${purges}) AS p ` +
         `WHERE p.${c('school_id')} = r.${c('_school_id')} AND r.${c('_run_id')} < p.${c('run_id')})`,
     ),
   );

@@ -44,8 +44,8 @@ function parseAll(statements: string[], database: Database): { parsed: number; c
     if (s.startsWith('MERGE INTO')) {
       parse(balanced(s, s.indexOf('USING (') + 'USING ('.length));
       other.add('MERGE');
-    } else if ((m = /^DELETE FROM (\S+)( AS \w+)? WHERE/.exec(s))) {
-      // The parser knows no DELETE with an alias (nor, for Snowflake, any DELETE ... WHERE):
+    } else if ((m = /^DELETE FROM (\S+)( \w+)? WHERE/.exec(s))) {
+      // The parser knows no DELETE with an alias (written without AS: the form all three accept), nor, for Snowflake, any DELETE ... WHERE:
       // the same FROM and WHERE are parsed as a SELECT.
       parse(`SELECT 1 FROM ${m[1]}${m[2] ?? ''} WHERE${s.slice(m[0].length)}`);
       other.add('DELETE');
