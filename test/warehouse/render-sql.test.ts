@@ -45,8 +45,8 @@ function parseAll(statements: string[], database: Database): { parsed: number; c
       parse(balanced(s, s.indexOf('USING (') + 'USING ('.length));
       other.add('MERGE');
     } else if ((m = /^DELETE FROM (\S+)( \w+)? WHERE/.exec(s))) {
-      // The parser knows no DELETE with an alias (written without AS: the form all three accept), nor, for Snowflake, any DELETE ... WHERE:
-      // the same FROM and WHERE are parsed as a SELECT.
+      // The parser knows no DELETE with an alias (nor, for Snowflake, any DELETE ... WHERE): the
+      // same FROM and WHERE are parsed as a SELECT.
       parse(`SELECT 1 FROM ${m[1]}${m[2] ?? ''} WHERE${s.slice(m[0].length)}`);
       other.add('DELETE');
     } else if ((m = /^SET se_message = \(/.exec(s)) || (m = /^SELECT COUNT\(\*\) INTO :check_rows FROM \(/.exec(s))) {
