@@ -7,6 +7,7 @@ import { renderSummary } from '../pipeline/summary.ts';
 import { parsePersonalColumns } from '../privacy/config.ts';
 import { LOG_LEVELS } from './log.ts';
 import { parseDomains } from '../config/credentials.ts';
+import { onInterrupt } from './interrupt.ts';
 import { openSource } from './run-source.ts';
 import { integerOption, PRECEDENCE, settingHelp, withApiOptions, type ApiArgs } from './common.ts';
 
@@ -243,28 +244,3 @@ export const runCommand: CommandModule<object, RunArgs> = {
     }
   },
 };
-
-const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
-
-/**
- * The first SIGINT/SIGTERM asks the run to stop (tasks stop at their next page, nothing
- * half-written is committed, the manifest says `interrupted`); a second one exits at once.
- */
-function onInterrupt(): { signal: AbortSignal; exitCode(): number; dispose(): void } {
-  const ac = new AbortController();
-  let received: keyof typeof SIGNAL_EXIT | undefined;
-  const handler = (sig: keyof typeof SIGNAL_EXIT) => {
-    if (received) process.exit(SIGNAL_EXIT[sig]);
-    received = sig;
-    process.stderr.write(`school-export: ${sig} received: stopping (finishing the manifest); send it again to exit at once\n`);
-    ac.abort(new Error(`interrupted by ${sig}`));
-  };
-  for (const sig of Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]) process.on(sig, handler);
-  return {
-    signal: ac.signal,
-    exitCode: () => SIGNAL_EXIT[received ?? 'SIGINT'],
-    dispose: () => {
-      for (const sig of Object.keys(SIGNAL_EXIT)) process.off(sig, handler);
-    },
-  };
-}
