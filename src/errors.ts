@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   E_DATA: 'a value does not fit the type its column declares',
   E_LOCKED: 'another run holds the destination (or shard) lease (exit 2)',
   E_PURGED: "the school's access was revoked and its data purged while the task ran; nothing of it was kept",
+  E_POLICY: 'a loader requirement was not met (warehouse load --require-pseudonymised): nothing was loaded',
   E_ABORTED: 'the run was interrupted (SIGINT / SIGTERM) before the task finished',
   E_INTERNAL: 'a bug in school-export: please report it with the command line',
 } as const;
