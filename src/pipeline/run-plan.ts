@@ -33,9 +33,14 @@ export interface RunPlan {
 type PlanIo = { client: ApiClient; sink: Sink; reporter: Reporter };
 
 /** `probe: false` (dry runs): no permissions request; scope masks as the last read recorded them. */
-export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; personalData?: string; probe?: boolean }): Promise<RunPlan> {
+export async function planRun(
+  cfg: RunConfig,
+  io: PlanIo,
+  o: { now: Date; personalData?: string; probe?: boolean; before?: Promise<unknown> },
+): Promise<RunPlan> {
   const resources = selectResources(cfg.resources, cfg.customResources);
   const discovered = await discoverSchools(io.client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
+  await o.before; // what must settle before schools are planned (revocations being reconciled)
   const plan: RunPlan = { schools: discovered.schools.length, tasks: [], skipped: [], deactivated: [], scopeMasked: {}, notes: [] };
   for (const p of discovered.problems) skipSchool(plan, io.reporter, { id: p.schoolId, region: p.region }, p.error);
   const settings: PlanSettings = {
@@ -46,7 +51,7 @@ export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; person
     ...(o.personalData ? { personalData: o.personalData } : {}),
   };
   // State and directive reads and the probe are independent per school (S3 GETs, one request).
-  const limit = pLimit(16);
+  const limit = pLimit(Math.max(16, 2 * cfg.concurrency));
   await Promise.all(
     discovered.schools.map((school) =>
       limit(() => planSchool(school, resources, { ...io, plan, settings, now: o.now, probe: o.probe ?? true })),
