@@ -140,6 +140,7 @@ describe('schools list against the sandbox', () => {
           .map((l) => JSON.parse(l).id),
       ).toEqual(['A9004']);
     } finally {
+      // vitest unstubs the environment after each test
     }
     const lines = t.text().trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+NAME/);
@@ -195,6 +196,7 @@ describe('schools show against the sandbox', () => {
         { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) },
       );
     } finally {
+      // vitest unstubs the environment after each test
     }
     expect(t.text()).toMatch(/^A1001 {2}St Mary's/);
     expect(t.text()).toContain('acl\n  mode whitelist   ids 3   student 2, contact 1');
@@ -207,6 +209,7 @@ describe('access request and revoke against the sandbox', () => {
     try {
       return await fn();
     } finally {
+      // vitest unstubs the environment after each test
     }
   };
 
