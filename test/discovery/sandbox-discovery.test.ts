@@ -126,22 +126,18 @@ describe('schools list against the sandbox', () => {
 
     vi.stubEnv('SCHOOL_API_TOKEN', sb.tokens.full);
     const t = io();
-    try {
-      expect(
-        await schoolsList({ ...apiArgs(), state: 'approved', json: false }, { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) }),
-      ).toBe(6);
-      const j = io();
-      await schoolsList({ ...apiArgs(), state: 'declined', json: true }, j.io);
-      expect(
-        j
-          .text()
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l).id),
-      ).toEqual(['A9004']);
-    } finally {
-      // vitest unstubs the environment after each test
-    }
+    expect(
+      await schoolsList({ ...apiArgs(), state: 'approved', json: false }, { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) }),
+    ).toBe(6);
+    const j = io();
+    await schoolsList({ ...apiArgs(), state: 'declined', json: true }, j.io);
+    expect(
+      j
+        .text()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).id),
+    ).toEqual(['A9004']);
     const lines = t.text().trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+NAME/);
     expect(lines).toHaveLength(7);
@@ -190,14 +186,10 @@ describe('schools show against the sandbox', () => {
   it('renders the report on a terminal', async () => {
     const t = io();
     vi.stubEnv('SCHOOL_API_TOKEN', sb.tokens.full);
-    try {
-      await schoolsShow(
-        { ...apiArgs(), id: 'A1001', json: false, 'with-user-type': true },
-        { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) },
-      );
-    } finally {
-      // vitest unstubs the environment after each test
-    }
+    await schoolsShow(
+      { ...apiArgs(), id: 'A1001', json: false, 'with-user-type': true },
+      { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) },
+    );
     expect(t.text()).toMatch(/^A1001 {2}St Mary's/);
     expect(t.text()).toContain('acl\n  mode whitelist   ids 3   student 2, contact 1');
   });
@@ -206,11 +198,7 @@ describe('schools show against the sandbox', () => {
 describe('access request and revoke against the sandbox', () => {
   const withToken = async <T>(fn: () => Promise<T>) => {
     vi.stubEnv('SCHOOL_API_TOKEN', sb.tokens.full);
-    try {
-      return await fn();
-    } finally {
-      // vitest unstubs the environment after each test
-    }
+    return await fn();
   };
 
   it('request moves a declined school to pending, at its regional domain, with the contacts sent', async () => {
