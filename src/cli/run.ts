@@ -1,6 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { resolveRunConfig } from '../config/resolve.ts';
 import type { PipelineConfig } from '../config/schema.ts';
+import { FORMAT_NAMES, type FormatName } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
 import { parseDomains, withApiOptions, type ApiArgs } from './common.ts';
@@ -11,7 +12,7 @@ interface RunArgs extends ApiArgs {
   's3-endpoint'?: string;
   's3-region'?: string;
   's3-checksum-when-required'?: boolean;
-  format?: 'ndjson' | 'csv' | 'parquet';
+  format?: FormatName;
   gzip?: boolean;
   'csv-formula-guard'?: boolean;
   'row-group-rows'?: number;
@@ -81,7 +82,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         type: 'boolean',
         describe: 'send/validate checksums only when the operation requires them (default on with --s3-endpoint)',
       })
-      .option('format', { choices: ['ndjson', 'csv', 'parquet'] as const, describe: 'output format (default parquet)' })
+      .option('format', { choices: FORMAT_NAMES, describe: 'output format (default parquet)' })
       .option('gzip', { type: 'boolean', describe: 'gzip NDJSON files' })
       .option('csv-formula-guard', {
         type: 'boolean',
@@ -94,7 +95,10 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .option('schools', { type: 'string', describe: 'comma-separated school ids (default all approved)' })
       .option('full-refresh', { type: 'boolean', describe: 'ignore watermarks and export everything' })
       .option('concurrency', { type: 'number', describe: 'tasks (school × resource) in flight (default 4)' })
-      .option('connections-per-domain', { type: 'number', describe: 'HTTP connections per API domain (default 8)' })
+      .option('connections-per-domain', {
+        type: 'number',
+        describe: 'HTTP connections per API domain (default 2 × concurrency, at least 8)',
+      })
       .option('per-page', { type: 'number', describe: 'rows per page requested (default 1000; the server may clamp)' })
       .option('lookback-seconds', { type: 'number', describe: 'overlap subtracted from watermarks (default 300)' })
       .option('snapshot-every-hours', {

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
+import type { FormatName } from '../format/index.ts';
 import { validatePipeline, type CustomResourceConfig, type PipelineConfig } from './schema.ts';
 
 /** The package's own pipelines/ folder, whatever the working directory. */
@@ -16,7 +17,7 @@ export interface RunConfig {
   pipelineFile?: string;
   dest: string;
   s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean };
-  format: 'ndjson' | 'csv' | 'parquet';
+  format: FormatName;
   formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number };
   maxFileRows: number;
   maxFileBytes: number;
@@ -105,7 +106,9 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     customResources: c.custom_resources ?? [],
     fullRefresh: c.full_refresh ?? false,
     concurrency: c.concurrency ?? DEFAULTS.concurrency,
-    connectionsPerDomain: c.connections_per_domain ?? DEFAULTS.connectionsPerDomain,
+    // Each task holds one page in hand and fetches the next ahead: fewer connections than that
+    // would queue requests behind each other, and --concurrency would not mean what it says.
+    connectionsPerDomain: c.connections_per_domain ?? Math.max(DEFAULTS.connectionsPerDomain, 2 * (c.concurrency ?? DEFAULTS.concurrency)),
     perPage: c.per_page ?? DEFAULTS.perPage,
     lookbackSeconds: c.lookback_seconds ?? DEFAULTS.lookbackSeconds,
     snapshotEveryHours: c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,

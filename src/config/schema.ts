@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.ts';
+import { FORMAT_NAMES, type FormatName } from '../format/index.ts';
 
 /**
  * The pipeline file, as users write it (snake_case keys). Every key also has a flag (kebab-case);
@@ -23,7 +24,7 @@ export interface PipelineConfig {
   s3_endpoint?: string;
   s3_region?: string;
   s3_checksum_when_required?: boolean;
-  format?: 'ndjson' | 'csv' | 'parquet';
+  format?: FormatName;
   gzip?: boolean;
   csv_formula_guard?: boolean;
   row_group_rows?: number;
@@ -101,7 +102,7 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   s3_endpoint: str,
   s3_region: str,
   s3_checksum_when_required: bool,
-  format: oneOf('ndjson', 'csv', 'parquet'),
+  format: oneOf(...FORMAT_NAMES),
   gzip: bool,
   csv_formula_guard: bool,
   row_group_rows: int(100, 10_000_000),

@@ -1,4 +1,4 @@
-import { civilMs, digits } from './civil.ts';
+import { civilMs, digits } from '../time/civil.ts';
 import { localToUtc } from './zones.ts';
 
 /**

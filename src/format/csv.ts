@@ -1,9 +1,10 @@
 import type { Writable } from 'node:stream';
 import type { ColumnDef, Row, Scalar, TableSchema } from '../table.ts';
 import { EXTRA_COLUMN } from '../table.ts';
-import { declaredColumns, endStream, extraJson, writeChunk } from './io.ts';
+import { declaredColumns, extraJson } from './extra.ts';
+import { endStream, writeChunk } from './write-stream.ts';
 import { TextBytes } from './text-bytes.ts';
-import type { Format, FormatWriter } from './types.ts';
+import type { Format, FormatOptions, FormatWriter } from './types.ts';
 
 /**
  * RFC 4180 CSV: CRLF line ends, a header row of the schema's columns (with `_extra` last), fields
@@ -82,8 +83,8 @@ class CsvWriter implements FormatWriter {
   }
 }
 
-export const csv: Format = {
+export const csv = {
   name: 'csv',
   extension: () => 'csv',
-  open: (schema, out, opts) => new CsvWriter(schema, out, opts.csvFormulaGuard === true),
-};
+  open: (schema: TableSchema, out: Writable, opts: FormatOptions) => new CsvWriter(schema, out, opts.csvFormulaGuard === true),
+} as const satisfies Format;

@@ -2,7 +2,8 @@ import { createGzip } from 'node:zlib';
 import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import type { Row, TableSchema } from '../table.ts';
-import { declaredColumns, endStream, writeChunk } from './io.ts';
+import { declaredColumns } from './extra.ts';
+import { endStream, writeChunk } from './write-stream.ts';
 import { TextBytes } from './text-bytes.ts';
 import type { Format, FormatOptions, FormatWriter } from './types.ts';
 
@@ -89,8 +90,8 @@ class NdjsonWriter implements FormatWriter {
   }
 }
 
-export const ndjson: Format = {
+export const ndjson = {
   name: 'ndjson',
   extension: (opts: FormatOptions) => (opts.gzip ? 'ndjson.gz' : 'ndjson'),
-  open: (schema, out, opts) => new NdjsonWriter(schema, out, opts.gzip === true),
-};
+  open: (schema: TableSchema, out: Writable, opts: FormatOptions) => new NdjsonWriter(schema, out, opts.gzip === true),
+} as const satisfies Format;

@@ -3,11 +3,12 @@ import parquet from 'parquetjs-lite';
 import type { ParquetFieldOptions, ParquetWriter } from 'parquetjs-lite';
 import { ExportError } from '../errors.ts';
 import { EXTRA_COLUMN, type ColumnType, type Row, type Scalar, type TableSchema } from '../table.ts';
-import { declaredColumns, endStream, extraJson, sinkError } from './io.ts';
-import { civilMs, digits } from '../flatten/civil.ts';
+import { declaredColumns, extraJson } from './extra.ts';
+import { endStream } from './write-stream.ts';
+import { civilMs, digits } from '../time/civil.ts';
 import { withLogicalTypes } from './parquet-footer.ts';
 import { flushRowGroup, newColumns, type ColumnBuffer } from './parquet-columns.ts';
-import type { Format, FormatWriter } from './types.ts';
+import type { Format, FormatOptions, FormatWriter } from './types.ts';
 
 /**
  * Parquet through parquetjs-lite, kept behind the Format interface so the encoder can be swapped.
@@ -85,6 +86,11 @@ export function parquetSchema(schema: TableSchema): InstanceType<typeof parquet.
     };
   }
   return new parquet.ParquetSchema(fields);
+}
+
+/** A failure of the encoder library itself (not a type mismatch in our data). */
+function sinkError(what: string, cause: unknown): ExportError {
+  return new ExportError('E_SINK', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
 }
 
 function observed<T>(p: Promise<T>): Promise<T> {
@@ -202,8 +208,9 @@ class ParquetFormatWriter implements FormatWriter {
   }
 }
 
-export const parquetFormat: Format = {
+export const parquetFormat = {
   name: 'parquet',
   extension: () => 'parquet',
-  open: (schema, out, opts) => new ParquetFormatWriter(schema, out, Math.max(1, Math.floor(opts.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS))),
-};
+  open: (schema: TableSchema, out: Writable, opts: FormatOptions) =>
+    new ParquetFormatWriter(schema, out, Math.max(1, Math.floor(opts.rowGroupRows ?? DEFAULT_ROW_GROUP_ROWS))),
+} as const satisfies Format;

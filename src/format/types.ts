@@ -20,8 +20,13 @@ export interface FormatOptions {
   rowGroupRows?: number;
 }
 
+/**
+ * One output format. Each format file exports one of these with a literal `name`
+ * (`satisfies Format`), and index.ts lists it in FORMATS: the names used by config validation,
+ * the CLI's choices and the types all derive from that list.
+ */
 export interface Format {
-  name: 'ndjson' | 'csv' | 'parquet';
+  readonly name: string;
   extension(opts: FormatOptions): string;
   open(schema: TableSchema, out: Writable, opts: FormatOptions): FormatWriter;
 }
