@@ -23,4 +23,11 @@ export function formatByName(name: string): Format {
 export type { Format, FormatOptions, FormatWriter } from './types.ts';
 export { ndjsonSerializer } from './ndjson.ts';
 export { csvEncoder, csvText } from './csv.ts';
-export { isoToMicros, DEFAULT_ROW_GROUP_ROWS } from './parquet.ts';
+export {
+  isoToMicros,
+  isoMicros,
+  DEFAULT_ROW_GROUP_ROWS,
+  DEFAULT_ROW_GROUP_BYTES,
+  PARQUET_WRITERS,
+  type ParquetWriterName,
+} from './parquet.ts';

@@ -16,8 +16,12 @@ export interface FormatOptions {
   gzip?: boolean;
   /** CSV only: prefix ' to text cells starting with = + - @ TAB CR (spreadsheet formula injection). Default off. */
   csvFormulaGuard?: boolean;
-  /** Parquet only: rows per row group (bounds writer memory). Default 10,000. */
+  /** Parquet only: rows per row group. Default 10,000. */
   rowGroupRows?: number;
+  /** Parquet only (built-in writer): bytes buffered per row group, whichever limit comes first. Default 4 MiB. */
+  rowGroupBytes?: number;
+  /** Parquet only: the encoder, 'builtin' (default) or 'parquetjs-lite'. */
+  parquetWriter?: 'builtin' | 'parquetjs-lite';
 }
 
 /**
