@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { resolveRunConfig } from '../config/resolve.ts';
 import type { PipelineConfig } from '../config/schema.ts';
-import { FORMAT_NAMES, type FormatName } from '../format/index.ts';
+import { FORMAT_NAMES, PARQUET_WRITERS, type FormatName, type ParquetWriterName } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
 import { parseDomains, withApiOptions, type ApiArgs } from './common.ts';
@@ -16,6 +16,8 @@ interface RunArgs extends ApiArgs {
   gzip?: boolean;
   'csv-formula-guard'?: boolean;
   'row-group-rows'?: number;
+  'parquet-writer'?: ParquetWriterName;
+  workers?: number;
   'max-file-rows'?: number;
   'max-file-bytes'?: number;
   resources?: string;
@@ -54,6 +56,8 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     gzip: a.gzip,
     csv_formula_guard: a['csv-formula-guard'],
     row_group_rows: a['row-group-rows'],
+    parquet_writer: a['parquet-writer'],
+    workers: a.workers,
     max_file_rows: a['max-file-rows'],
     max_file_bytes: a['max-file-bytes'],
     resources: list(a.resources),
@@ -89,6 +93,8 @@ export const runCommand: CommandModule<object, RunArgs> = {
         describe: "prefix ' to CSV text starting with = + - @ (spreadsheet formula injection)",
       })
       .option('row-group-rows', { type: 'number', describe: 'Parquet rows per row group' })
+      .option('parquet-writer', { choices: PARQUET_WRITERS, describe: 'Parquet encoder (default builtin)' })
+      .option('workers', { type: 'number', describe: 'worker threads for page CPU work; 0 = main thread only (default: from the CPUs)' })
       .option('max-file-rows', { type: 'number', describe: 'roll over to a new file after this many rows' })
       .option('max-file-bytes', { type: 'number', describe: 'roll over to a new file after this many bytes' })
       .option('resources', { type: 'string', describe: 'comma-separated tables to export (default all)' })

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
-import type { FormatName } from '../format/index.ts';
+import type { FormatName, ParquetWriterName } from '../format/index.ts';
 import { validatePipeline, type CustomResourceConfig, type PipelineConfig } from './schema.ts';
 
 /** The package's own pipelines/ folder, whatever the working directory. */
@@ -18,7 +18,9 @@ export interface RunConfig {
   dest: string;
   s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean };
   format: FormatName;
-  formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number };
+  formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number; parquetWriter?: ParquetWriterName };
+  /** Worker threads for the CPU work of pages (undefined: sized from the machine; 0: all on the main thread). */
+  workers?: number;
   maxFileRows: number;
   maxFileBytes: number;
   schools?: string[];
@@ -98,7 +100,8 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     dest: c.dest ?? DEFAULTS.dest,
     s3: { endpoint: c.s3_endpoint, region: c.s3_region, checksumWhenRequired: c.s3_checksum_when_required },
     format: c.format ?? DEFAULTS.format,
-    formatOptions: { gzip: c.gzip ?? false, csvFormulaGuard: c.csv_formula_guard ?? false, rowGroupRows: c.row_group_rows },
+    formatOptions: { gzip: c.gzip ?? false, csvFormulaGuard: c.csv_formula_guard ?? false, rowGroupRows: c.row_group_rows, parquetWriter: c.parquet_writer },
+    workers: c.workers,
     maxFileRows: c.max_file_rows ?? DEFAULTS.maxFileRows,
     maxFileBytes: c.max_file_bytes ?? DEFAULTS.maxFileBytes,
     schools: c.schools,

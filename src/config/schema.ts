@@ -1,5 +1,5 @@
 import { ConfigError } from '../errors.ts';
-import { FORMAT_NAMES, type FormatName } from '../format/index.ts';
+import { FORMAT_NAMES, PARQUET_WRITERS, type FormatName, type ParquetWriterName } from '../format/index.ts';
 
 /**
  * The pipeline file, as users write it (snake_case keys). Every key also has a flag (kebab-case);
@@ -28,6 +28,8 @@ export interface PipelineConfig {
   gzip?: boolean;
   csv_formula_guard?: boolean;
   row_group_rows?: number;
+  parquet_writer?: ParquetWriterName;
+  workers?: number;
   max_file_rows?: number;
   max_file_bytes?: number;
   schools?: string[];
@@ -106,6 +108,8 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   gzip: bool,
   csv_formula_guard: bool,
   row_group_rows: int(100, 10_000_000),
+  parquet_writer: oneOf(...PARQUET_WRITERS),
+  workers: int(0, 64),
   max_file_rows: int(1),
   max_file_bytes: int(1024),
   schools: arrayOf(schoolId),
