@@ -5,6 +5,7 @@ import { declaredColumns, extraJson } from './extra.ts';
 import { endStream, writeChunk } from './write-stream.ts';
 import { TextBytes } from './text-bytes.ts';
 import type { Format, FormatOptions, FormatWriter } from './types.ts';
+import type { EncodedChunk } from './chunk.ts';
 
 /**
  * RFC 4180 CSV: CRLF line ends, a header row of the schema's columns (with `_extra` last), fields
@@ -24,7 +25,8 @@ export function csvText(s: string, guard: boolean): string {
   return NEEDS_QUOTES.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
 }
 
-function cell(v: Scalar | undefined, col: ColumnDef | null, guard: boolean): string {
+/** One CSV field of a column value (exported for the generated serialisers in src/encode/). */
+export function csvCell(v: Scalar | undefined, col: ColumnDef | null, guard: boolean): string {
   if (v === null || v === undefined) return '';
   if (typeof v === 'string') return csvText(v, guard && (col === null || col.type === 'string' || col.type === 'json'));
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '';
@@ -39,7 +41,7 @@ export function csvEncoder(schema: TableSchema, guard: boolean): { header: strin
     header,
     line(row) {
       let s = '';
-      for (let i = 0; i < columns.length; i++) s += cell(row[columns[i].name], columns[i], guard) + ',';
+      for (let i = 0; i < columns.length; i++) s += csvCell(row[columns[i].name], columns[i], guard) + ',';
       const extra = extraJson(row, isDeclared);
       return s + (extra === null ? '' : csvText(extra, guard)) + '\r\n';
     },
@@ -73,6 +75,19 @@ class CsvWriter implements FormatWriter {
     this.rowsWritten += rows.length;
     const buf = text.take();
     this.sizeHint = Math.ceil(buf.length * 1.25);
+    this.bytesWritten += buf.length;
+    await writeChunk(this.out, buf);
+  }
+
+  async writeEncoded(chunk: EncodedChunk): Promise<void> {
+    if (chunk.kind !== 'text') throw new Error('csv: expected text rows');
+    if (chunk.rows === 0) return this.write([]);
+    let buf = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
+    if (!this.headerDone) {
+      buf = Buffer.concat([Buffer.from(this.enc.header), buf]);
+      this.headerDone = true;
+    }
+    this.rowsWritten += chunk.rows;
     this.bytesWritten += buf.length;
     await writeChunk(this.out, buf);
   }

@@ -6,6 +6,7 @@ import { declaredColumns } from './extra.ts';
 import { endStream, writeChunk } from './write-stream.ts';
 import { TextBytes } from './text-bytes.ts';
 import type { Format, FormatOptions, FormatWriter } from './types.ts';
+import type { EncodedChunk } from './chunk.ts';
 
 /**
  * One JSON object per line: declared columns in schema order (nulls written), then undeclared
@@ -78,6 +79,15 @@ class NdjsonWriter implements FormatWriter {
     this.sizeHint = Math.ceil(buf.length * 1.25);
     if (this.target === this.out) this.bytesWritten += buf.length;
     this.rowsWritten += rows.length;
+    await writeChunk(this.target, buf);
+  }
+
+  async writeEncoded(chunk: EncodedChunk): Promise<void> {
+    if (chunk.kind !== 'text') throw new Error('ndjson: expected text rows');
+    if (chunk.rows === 0) return;
+    const buf = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
+    if (this.target === this.out) this.bytesWritten += buf.length;
+    this.rowsWritten += chunk.rows;
     await writeChunk(this.target, buf);
   }
 

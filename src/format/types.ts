@@ -1,9 +1,16 @@
 import type { Writable } from 'node:stream';
 import type { Row, TableSchema } from '../table.ts';
+import type { EncodedChunk } from './chunk.ts';
 
 export interface FormatWriter {
   /** Encode and write a batch; resolves once `out` accepted it (backpressure respected). */
   write(rows: Row[]): Promise<void>;
+  /**
+   * Write rows already encoded for this format (generated serialisers, worker threads): the same
+   * bytes write() would produce for the same rows. Absent when the writer cannot take them
+   * (parquetjs-lite); callers then use write().
+   */
+  writeEncoded?(chunk: EncodedChunk): Promise<void>;
   /** Flush buffered data and end `out`; resolves when `out` has finished. */
   finish(): Promise<void>;
   readonly rowsWritten: number;

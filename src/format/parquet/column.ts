@@ -5,6 +5,8 @@
  * BOOLEAN: one byte per value here, bit-packed when the page is written). No object per value,
  * no BigInt: what is appended is what is written.
  */
+import type { ColumnSlice } from '../chunk.ts';
+
 export type Physical = 'BYTE_ARRAY' | 'INT64' | 'DOUBLE' | 'BOOLEAN';
 
 const TWO32 = 4294967296;
@@ -86,6 +88,38 @@ export class ColumnBuilder {
     this.nonNull++;
     this.reserve(1);
     this.data[this.used++] = v ? 1 : 0;
+  }
+
+  /** Appends rows encoded elsewhere (a worker, or a page encoder's own builder). */
+  appendSlice(c: ColumnSlice): void {
+    const n = c.defs.length;
+    while (this.rows + n > this.defs.length) {
+      const next = new Uint8Array(this.defs.length * 2);
+      next.set(this.defs.subarray(0, this.rows));
+      this.defs = next;
+    }
+    this.defs.set(c.defs, this.rows);
+    this.rows += n;
+    this.reserve(c.data.length);
+    this.data.set(c.data, this.used);
+    this.used += c.data.length;
+    this.nonNull += c.nonNull;
+    if (c.min < this.min) this.min = c.min;
+    if (c.max > this.max) this.max = c.max;
+  }
+
+  /** The rows so far as a standalone slice (its own buffers: transferable), then empty. */
+  take(): ColumnSlice {
+    const out: ColumnSlice = {
+      physical: this.physical,
+      defs: this.defs.slice(0, this.rows),
+      data: new Uint8Array(this.data.subarray(0, this.used)),
+      nonNull: this.nonNull,
+      min: this.min,
+      max: this.max,
+    };
+    this.reset();
+    return out;
   }
 
   /** Bytes held (levels and values): what row groups are bounded by. */

@@ -21,7 +21,7 @@ const ENC_RLE = 3;
 const CODEC_SNAPPY = 1;
 const PAGE_DATA_V1 = 0;
 
-const PHYSICAL: Record<ColumnType, Physical> = {
+export const PHYSICAL: Record<ColumnType, Physical> = {
   string: 'BYTE_ARRAY',
   json: 'BYTE_ARRAY',
   integer: 'INT64',

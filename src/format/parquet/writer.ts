@@ -3,6 +3,7 @@ import { EXTRA_COLUMN, type ColumnType, type Row, type Scalar, type TableSchema 
 import { declaredColumns, extraJson } from '../extra.ts';
 import { endStream, writeChunk } from '../write-stream.ts';
 import type { FormatWriter } from '../types.ts';
+import { ColumnsCursor, type ColumnsChunk, type EncodedChunk } from '../chunk.ts';
 import type { ColumnBuilder } from './column.ts';
 import { ParquetFileEncoder, type ParquetColumn } from './file.ts';
 import { isoMicros, typeMismatch } from './values.ts';
@@ -42,6 +43,12 @@ export function appendValue(b: ColumnBuilder, v: Scalar | undefined, type: Colum
     default:
       return b.string(typeof v === 'string' ? v : String(v));
   }
+}
+
+function chunkBytes(chunk: ColumnsChunk): number {
+  let n = 0;
+  for (const c of chunk.columns) n += c.defs.length + c.data.length;
+  return n;
 }
 
 export interface RowGroupLimits {
@@ -94,6 +101,31 @@ export class BuiltinParquetWriter implements FormatWriter {
     this.rowsWritten++;
     const n = ++this.enc.rows;
     return n >= this.limits.rows || ((n & 63) === 0 && this.enc.bufferedBytes >= this.limits.bytes);
+  }
+
+  /**
+   * Rows encoded elsewhere, appended in pieces that end where write() would check the row-group
+   * limits (every 64 rows, and at `limits.rows`), so both paths cut row groups at the same rows
+   * and produce the same bytes.
+   */
+  async writeEncoded(chunk: EncodedChunk): Promise<void> {
+    if (chunk.kind !== 'columns' || chunk.columns.length !== this.enc.builders.length)
+      throw new Error('parquet: expected column rows of this table');
+    const cursor = new ColumnsCursor(chunk);
+    let at = 0;
+    while (at < chunk.rows) {
+      const n = this.enc.rows;
+      // the whole chunk when no limit can be reached inside it (the usual case), else up to the next check
+      const boundary = Math.min(this.limits.rows, (Math.floor(n / 64) + 1) * 64);
+      const mayFlush = n + (chunk.rows - at) >= this.limits.rows || this.enc.bufferedBytes + chunkBytes(chunk) >= this.limits.bytes;
+      const take = mayFlush ? Math.min(boundary - n, chunk.rows - at) : chunk.rows - at;
+      cursor.next(take).forEach((c, i) => this.enc.builders[i]!.appendSlice(c));
+      at += take;
+      this.rowsWritten += take;
+      this.enc.rows += take;
+      const rows = this.enc.rows;
+      if (rows >= this.limits.rows || ((rows & 63) === 0 && this.enc.bufferedBytes >= this.limits.bytes)) await this.flushRowGroup();
+    }
   }
 
   /** Writes the buffered row group now. */
