@@ -20,7 +20,9 @@ const compiled = compileResource(spec, name, {});
 for (let round = 0; round < 2; round++) {
   const t0 = performance.now();
   const enc = compiled.forTask(ctx);
-  const writers = new Map(enc.flattener.tables.map((t) => [t.name, formatByName(name).open(t, new Writable({ write: (_c, _e, cb) => cb() }), {})]));
+  const writers = new Map(
+    enc.flattener.tables.map((t) => [t.name, formatByName(name).open(t, new Writable({ write: (_c, _e, cb) => cb() }), {})]),
+  );
   let parseMs = 0;
   for (const p of pages) {
     const t = performance.now();
