@@ -185,6 +185,16 @@ export function lines(r: Results): Line[] {
     }
   }
   for (const l of r.latency ?? []) {
+    if (l.connections !== undefined) {
+      out.push({
+        section: '5 latency-bound',
+        measure: `wall, concurrency ${l.concurrency} with --connections-per-domain ${l.connections} (the old default), side by side`,
+        value: `${int(l.ms)} ms = ${(l.ms / l.minMs).toFixed(2)}x min`,
+        target: '',
+        verdict: '',
+      });
+      continue;
+    }
     out.push({
       section: '5 latency-bound',
       measure: `wall, concurrency ${l.concurrency} (min = ${l.minRequests} pages x ${r.scale.latency.ms} ms / ${l.concurrency})`,

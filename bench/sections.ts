@@ -215,6 +215,8 @@ export async function memory(o: Opts): Promise<MemoryResult> {
 
 export interface LatencyRun {
   concurrency: number;
+  /** set when the run pinned --connections-per-domain (the old default of 8, side by side) */
+  connections?: number;
   ms: number;
   requests: number;
   pages: number;
@@ -235,13 +237,21 @@ export async function latency(o: Opts): Promise<LatencyRun[]> {
   try {
     await warm(o, sb, 'latency');
     await sb.command({ cmd: 'latency', ms });
-    for (const c of concurrency) {
-      o.log(`latency: ${schools} schools x ${rows}, ${ms} ms per page, concurrency ${c}`);
+    // each concurrency with the default connections, then the largest with the old fixed 8
+    const variants: { c: number; connections?: number }[] = [
+      ...concurrency.map((c) => ({ c })),
+      { c: Math.max(...concurrency), connections: 8 },
+    ];
+    for (const { c, connections } of variants) {
+      o.log(
+        `latency: ${schools} schools x ${rows}, ${ms} ms per page, concurrency ${c}${connections ? `, ${connections} connections` : ''}`,
+      );
       await sb.command({ cmd: 'reset' });
-      const r = await bestExport(o, exportArgs(sb, '', 'ndjson', { concurrency: c }), 1, `lat-${c}`);
+      const r = await bestExport(o, exportArgs(sb, '', 'ndjson', { concurrency: c, connectionsPerDomain: connections }), 1, `lat-${c}`);
       const chainMs = (Math.ceil(schools / maxPerPage) + Math.ceil(schools / c) * perSchool) * ms;
       out.push({
         concurrency: c,
+        connections,
         ms: r.ms,
         requests: await requests(sb),
         pages: r.pages,

@@ -41,7 +41,8 @@ describe('npm run bench --tiny', () => {
     for (const n of s.memory)
       for (const f of ['ndjson', 'csv', 'parquet'] as const) expect(results.memory![n]![f].rows.achievements).toBe(n);
 
-    expect(results.latency!.map((l) => l.concurrency)).toEqual(s.latency.concurrency);
+    expect(results.latency!.map((l) => l.concurrency)).toEqual([...s.latency.concurrency, Math.max(...s.latency.concurrency)]);
+    expect(results.latency!.map((l) => l.connections)).toEqual([...s.latency.concurrency.map(() => undefined), 8]);
     for (const l of results.latency!) {
       expect(l.minRequests).toBe(1 + s.latency.schools * Math.ceil(s.latency.rows / s.latency.maxPerPage));
       expect(l.requests).toBe(l.minRequests);
