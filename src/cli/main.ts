@@ -1,6 +1,6 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ExportError, oneLine } from '../errors.ts';
+import { CONFIG_CODES, ExportError, oneLine } from '../errors.ts';
 import { runCommand } from './run.ts';
 import { sandboxCommand } from './sandbox.ts';
 import { schoolsCommand } from './schools.ts';
@@ -32,7 +32,7 @@ const cli = yargs(hideBin(process.argv))
 try {
   await cli.parseAsync();
 } catch (e) {
-  const code = e instanceof ExportError && (e.code === 'E_CONFIG' || e.code === 'E_USAGE') ? 2 : 1;
+  const code = e instanceof ExportError && CONFIG_CODES.has(e.code) ? 2 : 1;
   process.stderr.write(`school-export: ${oneLine(e)}\n`);
   process.exit(code);
 }

@@ -4,6 +4,7 @@ import type { PipelineConfig } from '../config/schema.ts';
 import { FORMAT_NAMES, PARQUET_WRITERS, type FormatName, type ParquetWriterName } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
+import { openSource } from './run-source.ts';
 import { parseDomains, withApiOptions, type ApiArgs } from './common.ts';
 
 interface RunArgs extends ApiArgs {
@@ -119,13 +120,41 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .option('json', { type: 'boolean', describe: 'print the summary as JSON' }) as unknown as Argv<RunArgs>,
   handler: async (a) => {
     const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a));
-    const ac = new AbortController();
-    const stop = () => ac.abort(new Error('interrupted'));
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    const summary = await runExport(cfg, { signal: ac.signal });
-    if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
-    if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
-    process.exitCode = summary.status === 'ok' ? 0 : 1;
+    const interrupt = onInterrupt();
+    const source = await openSource(cfg);
+    try {
+      const summary = await runExport(source.cfg, { token: source.token, signal: interrupt.signal });
+      if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
+      if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
+      process.exitCode = summary.status === 'ok' ? 0 : summary.status === 'interrupted' ? interrupt.exitCode() : 1;
+    } finally {
+      interrupt.dispose();
+      await source.close();
+    }
   },
 };
+
+const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+
+/**
+ * The first SIGINT/SIGTERM asks the run to stop (tasks stop at their next page, nothing
+ * half-written is committed, the manifest says `interrupted`); a second one exits at once.
+ */
+function onInterrupt(): { signal: AbortSignal; exitCode(): number; dispose(): void } {
+  const ac = new AbortController();
+  let received: keyof typeof SIGNAL_EXIT | undefined;
+  const handler = (sig: keyof typeof SIGNAL_EXIT) => {
+    if (received) process.exit(SIGNAL_EXIT[sig]);
+    received = sig;
+    process.stderr.write(`school-export: ${sig} received: stopping (finishing the manifest); send it again to exit at once\n`);
+    ac.abort(new Error(`interrupted by ${sig}`));
+  };
+  for (const sig of Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]) process.on(sig, handler);
+  return {
+    signal: ac.signal,
+    exitCode: () => SIGNAL_EXIT[received ?? 'SIGINT'],
+    dispose: () => {
+      for (const sig of Object.keys(SIGNAL_EXIT)) process.off(sig, handler);
+    },
+  };
+}

@@ -32,6 +32,16 @@ export interface RunConfig {
   perPage: number;
   lookbackSeconds: number;
   snapshotEveryHours: number;
+  /** Per resource (pipeline file `resource_options`), else snapshotEveryHours. */
+  snapshotEveryHoursFor: (resource: string) => number;
+  /** A long read commits a checkpoint every this many pages (0: never) ... */
+  checkpointPages: number;
+  /** ... or every this many seconds (0: never), whichever comes first. */
+  checkpointSeconds: number;
+  /** Wait this long for another run's lease on the destination before giving up (0: do not wait). */
+  waitForLockSeconds: number;
+  /** Purge the data of schools listed as revoked or declined (as the webhook receiver's --purge-on-revoke). */
+  purgeOnRevoke: boolean;
   shard: { index: number; count: number };
   progress: 'auto' | 'tty' | 'json' | 'none';
 }
@@ -46,6 +56,8 @@ export const DEFAULTS = {
   perPage: 1000,
   lookbackSeconds: 300,
   snapshotEveryHours: 168,
+  checkpointPages: 50,
+  checkpointSeconds: 60,
 };
 
 export function readPipelineFile(path: string): PipelineConfig {
@@ -115,6 +127,12 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     perPage: c.per_page ?? DEFAULTS.perPage,
     lookbackSeconds: c.lookback_seconds ?? DEFAULTS.lookbackSeconds,
     snapshotEveryHours: c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,
+    snapshotEveryHoursFor: (resource) =>
+      c.resource_options?.[resource]?.snapshot_every_hours ?? c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,
+    checkpointPages: c.checkpoint_pages ?? DEFAULTS.checkpointPages,
+    checkpointSeconds: c.checkpoint_seconds ?? DEFAULTS.checkpointSeconds,
+    waitForLockSeconds: c.wait_for_lock ?? 0,
+    purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
     progress: c.progress ?? 'auto',
   };

@@ -41,6 +41,11 @@ export interface PipelineConfig {
   per_page?: number;
   lookback_seconds?: number;
   snapshot_every_hours?: number;
+  resource_options?: Record<string, { snapshot_every_hours?: number }>;
+  checkpoint_pages?: number;
+  checkpoint_seconds?: number;
+  wait_for_lock?: number;
+  purge_on_revoke?: boolean;
   shard?: string;
   progress?: 'auto' | 'tty' | 'json' | 'none';
 }
@@ -123,6 +128,11 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   per_page: int(1, 100_000),
   lookback_seconds: int(0, 7 * 24 * 3600),
   snapshot_every_hours: int(0, 24 * 365),
+  resource_options: record(object({ snapshot_every_hours: int(0, 24 * 365) })),
+  checkpoint_pages: int(0, 1_000_000),
+  checkpoint_seconds: int(0, 7 * 24 * 3600),
+  wait_for_lock: int(0, 24 * 3600),
+  purge_on_revoke: bool,
   shard,
   progress: oneOf('auto', 'tty', 'json', 'none'),
 };

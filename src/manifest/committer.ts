@@ -17,7 +17,7 @@ export interface PendingCommit {
 
 export class Committer {
   private readonly tasks: ManifestTask[] = [];
-  private readonly deletions: Manifest['deletions'] = [];
+  private deletions: Manifest['deletions'] = [];
   private queue: { c: PendingCommit; resolve: () => void; reject: (e: unknown) => void }[] = [];
   private flushing: Promise<void> | undefined;
   private part = 0;
@@ -41,6 +41,15 @@ export class Committer {
   /** Failed and skipped tasks are listed in the final manifest only; they promote nothing. */
   record(task: ManifestTask): void {
     this.tasks.push(task);
+  }
+
+  /** A committed task whose files were removed again (its school was purged meanwhile). */
+  retract(task: ManifestTask, err: { code: string; message: string }): void {
+    const i = this.tasks.indexOf(task);
+    const retracted: ManifestTask = { ...task, status: 'skipped', files: [], rows: {}, error: { code: err.code, message: err.message } };
+    if (i >= 0) this.tasks[i] = retracted;
+    else this.tasks.push(retracted);
+    this.deletions = this.deletions.filter((d) => d.school_id !== task.school_id);
   }
 
   private async flushLoop(): Promise<void> {
@@ -84,16 +93,22 @@ export class Committer {
     this.flushing = undefined;
   }
 
-  async finish(): Promise<Manifest> {
-    while (this.flushing) await this.flushing;
-    const failed = this.tasks.some((t) => t.status === 'failed' || t.error !== undefined);
-    const manifest: Manifest = {
+  /** The whole-run manifest as it stands, without writing it (when the destination refuses the write). */
+  snapshot(o: { interrupted?: boolean } = {}): Manifest {
+    const failed = this.tasks.some((t) => t.status !== 'committed' || t.error !== undefined);
+    return {
       ...this.header,
-      status: failed ? 'partial' : 'ok',
+      status: o.interrupted ? 'interrupted' : failed ? 'partial' : 'ok',
       finished_at: new Date().toISOString(),
       tasks: [...this.tasks].sort((a, b) => (a.school_id + a.resource).localeCompare(b.school_id + b.resource)),
       deletions: this.deletions,
     };
+  }
+
+  /** Writes the whole-run manifest. Its status: interrupted when asked, partial when a task did not commit. */
+  async finish(o: { interrupted?: boolean } = {}): Promise<Manifest> {
+    while (this.flushing) await this.flushing;
+    const manifest = this.snapshot(o);
     await this.sink.writeAtomic(`_manifests/${this.header.run_id}.json`, JSON.stringify(manifest, null, 1) + '\n');
     // The whole-run manifest now lists every task the parts did: drop the parts so manifests do
     // not grow twice as fast as runs. (A loader that applied some parts re-stages those tasks

@@ -1,6 +1,7 @@
 import type { Sink } from '../sink/types.ts';
 import { ExportError } from '../errors.ts';
 import { assertSafeId, assertSafeRegion } from '../ids.ts';
+import { emptyState } from './state.ts';
 import type { SchoolDirective, SchoolState } from './types.ts';
 
 /**
@@ -10,10 +11,6 @@ import type { SchoolDirective, SchoolState } from './types.ts';
  */
 export function statePath(region: string, schoolId: string): string {
   return `_state/region=${assertSafeRegion(region)}/school_id=${assertSafeId(schoolId)}.json`;
-}
-
-export function emptyState(schoolId: string, region: string): SchoolState {
-  return { version: 1, school_id: schoolId, region, resources: {} };
 }
 
 export async function readState(sink: Sink, region: string, schoolId: string): Promise<SchoolState> {

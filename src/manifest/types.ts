@@ -94,22 +94,39 @@ export interface Manifest {
   purged?: { school_id: string; region: string; reason: string; files_removed: number }[];
 }
 
+/** One resource's committed progress at one school. */
+export interface ResourceState {
+  watermark: string | null; // ISO 8601 UTC; next incremental run asks for updated_after = watermark - lookback
+  last_run_id: string | null; // the run that last committed this resource (null: none yet)
+  last_full_at: string | null; // when a full snapshot last completed (drives snapshot deletion detection)
+  known_ids_file?: string; // for snapshot-detected deletions: relative path of the id list of the last full snapshot
+  /** The highest SchoolDirective.force_full_seq this resource has been fully refreshed for. */
+  applied_force_full_seq?: number;
+  /** "table.column" values the last committed read got as null for lack of scope; a later read
+   * with the scope re-reads the resource in full so the warehouse gets the values. */
+  scope_masked?: string[];
+  /**
+   * A full read in progress, committed up to a checkpoint: the next run resumes from `next_url`
+   * instead of page 1. Cleared when the read completes.
+   */
+  checkpoint?: {
+    snapshot: string; // run id of the attempt that began the read (the snapshot's identity)
+    seq: number; // checkpoint pieces committed so far
+    next_url: string; // the next page to read (path and query, relative to the school's domain)
+    pages: number;
+    rows: number;
+    started_at: string; // server time when the first attempt began: the watermark when it completes
+    ids_files?: string[]; // key values read so far (tables whose deletions are detected by snapshot)
+    updated_after?: string; // an incremental read resumes with the window it began with
+  };
+}
+
 export interface SchoolState {
   version: 1;
   school_id: string;
   region: string;
   /** resource -> committed progress */
-  resources: Record<
-    string,
-    {
-      watermark: string | null; // ISO 8601 UTC; next incremental run asks for updated_after = watermark - lookback
-      last_run_id: string;
-      last_full_at: string | null; // when a full snapshot last completed (drives snapshot deletion detection)
-      known_ids_file?: string; // for snapshot-detected deletions: relative path of the id list of the last full snapshot
-      /** The highest SchoolDirective.force_full_seq this resource has been fully refreshed for. */
-      applied_force_full_seq?: number;
-    }
-  >;
+  resources: Record<string, ResourceState>;
 }
 
 /**
@@ -123,8 +140,9 @@ export interface SchoolDirective {
   /** Incremented on schoolApproved and on a completed schoolMigration: a run whose state has a
    * lower applied_force_full_seq does a full refresh of that school (ids change on migration). */
   force_full_seq: number;
-  /** accessRevoked / accessDeclined: runs skip this school until a later schoolApproved clears it. */
-  deactivated: { reason: string; at: string; event: string } | null;
+  /** accessRevoked / accessDeclined: runs skip this school until a later schoolApproved clears it.
+   * `purge`: its data is (being) purged; a run in flight must keep nothing of the school. */
+  deactivated: { reason: string; at: string; event: string; purge?: boolean } | null;
   /** Path of the school token file (mode 0600, outside the export destination), when one was sent. */
   token_file?: string;
   updated_at: string;

@@ -1,9 +1,11 @@
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
 import { assertSafeId, assertSafeRegion } from '../ids.ts';
+import { snapshotDue, updatedAfterParam } from '../manifest/state.ts';
+import type { ResourceState, SchoolDirective, SchoolState } from '../manifest/types.ts';
 import { RESOURCES, deletionsFor, genericResource, resourceByName, type ResourceSpec } from '../resources/index.ts';
 import type { ApiClient } from '../source/client.ts';
 import type { CustomResourceConfig } from '../config/schema.ts';
-import type { SchoolRef } from './task.ts';
+import type { SchoolRef, TaskPlan } from './task.ts';
 import { shardOf } from './shard.ts';
 
 /** Resolves resource names (built-in and the pipeline file's custom ones) before any request. */
@@ -47,22 +49,13 @@ export async function discoverSchools(
   for await (const batch of client.paginate('/schools', { mode: 'cursor', perPage: o.perPage, ctx: { endpoint: '/schools' } })) {
     for (const raw of batch.rows as Record<string, unknown>[]) {
       const id = raw?.id;
-      const region = (raw?.region ?? {}) as { code?: unknown; domain?: unknown };
       if (wanted && !wanted.has(String(id))) continue;
       found.add(String(id));
       if (shardOf(String(id), o.shard.count) !== o.shard.index) continue;
       try {
-        const schoolId = assertSafeId(id);
-        const code = assertSafeRegion(region.code);
-        const domain = typeof region.domain === 'string' && region.domain ? region.domain.toLowerCase() : undefined;
-        if (!client.isAllowed(domain)) {
-          throw new ExportError(
-            'E_DOMAIN_NOT_ALLOWED',
-            `school ${schoolId}: its region domain ${domain} is not configured, so the token is not sent there; add --domain ${domain}=https://${domain} (or "domains" in the pipeline file) to export it`,
-          );
-        }
-        schools.push({ id: schoolId, region: code, domain, record: raw });
+        schools.push(checkSchool(client, raw));
       } catch (e) {
+        const region = (raw?.region ?? {}) as { code?: unknown };
         const err = e instanceof ExportError ? e : new ExportError('E_PROTOCOL', oneLine(e));
         problems.push({ schoolId: String(id).slice(0, 40), region: String(region.code ?? '?').slice(0, 20), error: err });
       }
@@ -70,16 +63,84 @@ export async function discoverSchools(
   }
   for (const id of wanted ?? []) {
     if (!found.has(id) && shardOf(id, o.shard.count) === o.shard.index) {
-      problems.push({
-        schoolId: id,
-        region: '?',
-        error: new ExportError(
-          'E_NOT_FOUND',
-          `school ${id} is not among the schools that approved access (see: school-export schools list --state all)`,
-        ),
-      });
+      const message = `school ${id} is not among the schools that approved access (see: school-export schools list --state all)`;
+      problems.push({ schoolId: id, region: '?', error: new ExportError('E_NOT_FOUND', message, { school: id }) });
     }
   }
   schools.sort((a, b) => a.id.localeCompare(b.id, 'en', { numeric: true }));
   return { schools, problems };
+}
+
+/** A school from discovery, with its id, region and domain checked before they become paths or hosts. */
+function checkSchool(client: ApiClient, raw: Record<string, unknown>): SchoolRef {
+  const region = (raw?.region ?? {}) as { code?: unknown; domain?: unknown };
+  const schoolId = assertSafeId(raw?.id);
+  const code = assertSafeRegion(region.code);
+  const domain = typeof region.domain === 'string' && region.domain ? region.domain.toLowerCase() : undefined;
+  if (!client.isAllowed(domain)) {
+    throw new ExportError(
+      'E_DOMAIN_NOT_ALLOWED',
+      `school ${schoolId}: its region domain ${domain} is not configured, so the token is not sent there; add --domain ${domain}=https://${domain} (or "domains" in the pipeline file) to export it`,
+      { school: schoolId },
+    );
+  }
+  return { id: schoolId, region: code, domain, record: raw };
+}
+
+/** The settings planning reads (a slice of RunConfig, so tests can state only these). */
+export interface PlanSettings {
+  fullRefresh: boolean;
+  lookbackSeconds: number;
+  snapshotEveryHours: (resource: string) => number;
+}
+
+/**
+ * Whether a resource of a school is read in full or incrementally, and why. Full: the first run,
+ * --full-refresh, a directive (approval, migration: ids change), a resource without updated_after,
+ * a snapshot that is due (tables without deletion records), or columns that were null for lack of
+ * scope and now are not (so the warehouse gets their values). A read committed up to a checkpoint
+ * resumes unless a directive says the ids changed.
+ */
+export function planTask(
+  school: SchoolRef,
+  spec: ResourceSpec,
+  state: SchoolState,
+  o: { directive?: SchoolDirective; settings: PlanSettings; now: Date; scopeMasked: string[] },
+): TaskPlan {
+  const prev: ResourceState | undefined = state.resources[spec.name];
+  const forced = o.directive ? o.directive.force_full_seq > (prev?.applied_force_full_seq ?? 0) : false;
+  const common = {
+    school,
+    spec,
+    knownIdsFile: forced ? undefined : prev?.known_ids_file,
+    ...(o.directive ? { forceFullSeq: o.directive.force_full_seq } : {}),
+    scopeMasked: o.scopeMasked,
+    previousWatermark: forced || o.settings.fullRefresh ? null : (prev?.watermark ?? null),
+  };
+  const resume = prev?.checkpoint;
+  if (resume && !forced && !(resume.updated_after && o.settings.fullRefresh)) {
+    const mode = resume.updated_after ? 'incremental' : 'full';
+    const reason = `resuming a ${mode} read committed up to page ${resume.pages}`;
+    return { ...common, mode, ...(resume.updated_after ? { updatedAfter: resume.updated_after } : {}), resume, reason };
+  }
+  const reason = fullReason(spec, prev, forced, o);
+  if (reason || !prev?.watermark) return { ...common, mode: 'full', reason: reason ?? 'first run' };
+  const updatedAfter = updatedAfterParam(prev.watermark, o.settings.lookbackSeconds);
+  return { ...common, mode: 'incremental', updatedAfter, reason: `changes since the watermark ${prev.watermark}` };
+}
+
+function fullReason(
+  spec: ResourceSpec,
+  prev: ResourceState | undefined,
+  forced: boolean,
+  o: { settings: PlanSettings; now: Date; scopeMasked: string[] },
+): string | undefined {
+  if (!spec.incremental) return 'always read in full';
+  if (o.settings.fullRefresh) return '--full-refresh';
+  if (forced) return 'directive (approval or migration)';
+  if (!prev?.watermark) return 'first run';
+  const snapshots = !spec.deletionType && spec.name !== 'deletions';
+  if (snapshots && snapshotDue(prev?.last_full_at, o.settings.snapshotEveryHours(spec.name), o.now)) return 'snapshot due';
+  if (prev?.scope_masked?.some((c) => !o.scopeMasked.includes(c))) return 'scope widened';
+  return undefined;
 }

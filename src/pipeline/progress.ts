@@ -1,91 +1,139 @@
 /**
- * What a run tells the person or the cron log watching it. On a TTY: a live block of active
- * tasks (rows, pages) redrawn a few times a second. Otherwise: one JSON line per task event,
- * which log collectors parse. Never contains the token: events carry ids, paths and counts.
+ * What a run tells the person or the log collector watching it. On a TTY: a live block (tasks
+ * done of total, rows, rows/s, elapsed, the active tasks) redrawn a few times a second; the
+ * summary at the end lists what did not finish, once. Otherwise: one JSON object per line with
+ * `level`, `time` and `event` (the same field names `webhooks serve` uses). Events carry ids,
+ * paths and counts: never the token, never a person-related value.
  */
+type Ids = { school_id: string; resource: string };
 export type RunEvent =
   | { event: 'run_start'; run_id: string; dest: string; format: string; schools: number; tasks: number }
-  | { event: 'task_start'; school_id: string; resource: string; mode: 'full' | 'incremental' }
-  | { event: 'task_progress'; school_id: string; resource: string; rows: number; pages: number; bytes: number }
-  | { event: 'task_done'; school_id: string; resource: string; rows: number; files: number; ms: number }
-  | { event: 'task_failed'; school_id: string; resource: string; code: string; message: string }
-  | { event: 'school_skipped'; school_id: string; reason: string }
+  | ({ event: 'task_start'; mode: 'full' | 'incremental'; reason?: string } & Ids)
+  | ({ event: 'task_progress'; rows: number; pages: number; bytes: number } & Ids)
+  | ({ event: 'task_done'; rows: number; files: number; resumed?: boolean; ms: number } & Ids)
+  | ({ event: 'task_failed' | 'task_skipped' | 'task_interrupted'; code: string; message: string } & Ids)
+  | ({ event: 'checkpoint' | 'resumed'; seq: number; pages: number; rows: number } & Ids)
+  | ({ event: 'resume_refused'; reason: string } & Ids)
+  | { event: 'school_skipped'; school_id: string; code?: string; reason: string }
+  | { event: 'scope_masked'; school_id: string; columns: string[] }
+  | { event: 'lease_wait'; holder: string }
   | { event: 'retry'; url: string; attempt: number; delay_ms: number; reason: string }
   | { event: 'run_done'; run_id: string; status: string; ms: number };
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+const LEVELS: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+export function levelOf(e: RunEvent): LogLevel {
+  switch (e.event) {
+    case 'task_progress':
+      return 'debug';
+    case 'task_failed':
+      return 'error';
+    case 'task_skipped':
+    case 'task_interrupted':
+    case 'school_skipped':
+    case 'scope_masked':
+    case 'resume_refused':
+    case 'retry':
+    case 'lease_wait':
+      return 'warn';
+    case 'run_done':
+      return e.status === 'ok' ? 'info' : 'warn';
+    default:
+      return 'info';
+  }
+}
 
 export interface Reporter {
   emit(e: RunEvent): void;
   close(): void;
 }
 
-export function createReporter(mode: 'auto' | 'tty' | 'json' | 'none', stream: NodeJS.WriteStream = process.stderr): Reporter {
+export function createReporter(
+  mode: 'auto' | 'tty' | 'json' | 'none',
+  o: { stream?: NodeJS.WriteStream; level?: LogLevel; now?: () => number } = {},
+): Reporter {
+  const stream = o.stream ?? process.stderr;
   const m = mode === 'auto' ? (stream.isTTY ? 'tty' : 'json') : mode;
   if (m === 'none') return { emit() {}, close() {} };
-  if (m === 'json') {
-    return {
-      emit(e) {
-        if (e.event === 'task_progress') return; // too chatty for logs: start/done carry the counts
-        stream.write(JSON.stringify({ time: new Date().toISOString(), ...e }) + '\n');
-      },
-      close() {},
-    };
-  }
-  return new TtyReporter(stream);
+  if (m === 'json') return jsonReporter(stream, o.level ?? 'info');
+  return new TtyReporter(stream, o.now ?? (() => performance.now()));
+}
+
+function jsonReporter(stream: NodeJS.WritableStream, min: LogLevel): Reporter {
+  return {
+    emit(e) {
+      const level = levelOf(e);
+      if (LEVELS[level] < LEVELS[min]) return;
+      stream.write(JSON.stringify({ level, time: new Date().toISOString(), ...e }) + '\n');
+    },
+    close() {},
+  };
 }
 
 class TtyReporter implements Reporter {
-  private readonly active = new Map<string, { rows: number; pages: number; mode: string; started: number }>();
+  private readonly active = new Map<string, { rows: number; pages: number; mode: string }>();
   private done = 0;
-  private failed = 0;
+  private unfinished = 0;
   private total = 0;
   private rows = 0;
   private drawn = 0;
+  private readonly began: number;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly stream: NodeJS.WriteStream) {
+  constructor(
+    private readonly stream: NodeJS.WriteStream,
+    private readonly now: () => number,
+  ) {
+    this.began = now();
     this.timer = setInterval(() => this.draw(), 250);
     this.timer.unref();
   }
 
   emit(e: RunEvent): void {
-    const key = 'school_id' in e && 'resource' in e ? `${e.school_id} ${e.resource}` : '';
+    const key = 'resource' in e ? `${e.school_id} ${e.resource}` : '';
     switch (e.event) {
       case 'run_start':
         this.total = e.tasks;
-        this.line(`run ${e.run_id}: ${e.schools} schools, ${e.tasks} tasks -> ${e.dest} (${e.format})`);
-        break;
+        return this.line(`run ${e.run_id}: ${e.schools} schools, ${e.tasks} tasks -> ${e.dest} (${e.format})`);
       case 'task_start':
-        this.active.set(key, { rows: 0, pages: 0, mode: e.mode, started: Date.now() });
-        break;
-      case 'task_progress': {
-        const a = this.active.get(key);
-        if (a) {
-          this.rows += e.rows - a.rows;
-          a.rows = e.rows;
-          a.pages = e.pages;
-        }
-        break;
-      }
-      case 'task_done': {
-        const a = this.active.get(key);
-        this.rows += e.rows - (a?.rows ?? 0);
+        this.active.set(key, { rows: 0, pages: 0, mode: e.mode });
+        return;
+      case 'task_progress':
+        return this.progress(key, e.rows, e.pages);
+      case 'task_done':
+        this.progress(key, e.rows, 0);
         this.active.delete(key);
         this.done += 1;
-        break;
-      }
+        return;
       case 'task_failed':
+      case 'task_skipped':
+      case 'task_interrupted':
+        // Listed once, by the summary: a line here would repeat it and garble the live block.
         this.active.delete(key);
-        this.failed += 1;
-        this.line(`FAILED ${e.school_id} ${e.resource}: ${e.message}`);
-        break;
+        this.unfinished += 1;
+        return;
+      case 'resumed':
+        return this.line(`resuming ${key} from page ${e.pages + 1} (${e.rows.toLocaleString('en')} rows committed before)`);
+      case 'resume_refused':
+        return this.line(`${key}: the saved cursor was refused; reading again from page 1`);
       case 'school_skipped':
-        this.line(`skipped ${e.school_id}: ${e.reason}`);
-        break;
-      case 'retry':
-        break; // shown as the task's stall; the JSON log records each retry
-      case 'run_done':
-        break;
+        return this.line(`skipped ${e.school_id}: ${e.reason}`);
+      case 'scope_masked':
+        return this.line(`${e.school_id}: no scope for ${e.columns.join(', ')} (exported as null)`);
+      case 'lease_wait':
+        return this.line(`waiting for the run holding the destination: ${e.holder}`);
+      default:
+        return; // retries show as a task's stall; checkpoints as its progress; the JSON log has both
     }
+  }
+
+  private progress(key: string, rows: number, pages: number): void {
+    const a = this.active.get(key);
+    if (!a) return;
+    this.rows += rows - a.rows;
+    a.rows = rows;
+    if (pages) a.pages = pages;
   }
 
   private clear(): void {
@@ -101,9 +149,11 @@ class TtyReporter implements Reporter {
 
   private draw(): void {
     this.clear();
-    const lines = [
-      `${this.done + this.failed}/${this.total} tasks, ${this.rows.toLocaleString('en')} rows${this.failed ? `, ${this.failed} failed` : ''}`,
-    ];
+    const seconds = Math.max(0.001, (this.now() - this.began) / 1000);
+    const rate = Math.round(this.rows / seconds).toLocaleString('en');
+    const notDone = this.unfinished ? `, ${this.unfinished} not finished` : '';
+    const head = `${this.done}/${this.total} tasks${notDone}, ${this.rows.toLocaleString('en')} rows, ${rate} rows/s, ${formatElapsed(seconds)}`;
+    const lines = [head];
     const shown = [...this.active.entries()].slice(0, 12);
     for (const [k, a] of shown)
       lines.push(`  ${k.padEnd(40)} ${a.mode.padEnd(11)} ${String(a.rows).padStart(10)} rows ${String(a.pages).padStart(6)} pages`);
@@ -116,4 +166,13 @@ class TtyReporter implements Reporter {
     clearInterval(this.timer);
     this.clear();
   }
+}
+
+export function formatElapsed(seconds: number): string {
+  const s = Math.floor(seconds);
+  return s < 60
+    ? `${seconds.toFixed(1)} s`
+    : s < 3600
+      ? `${Math.floor(s / 60)} min ${s % 60} s`
+      : `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }

@@ -1,27 +1,52 @@
 import pLimit from 'p-limit';
-import { ApiClient } from '../source/client.ts';
-import { openSink } from '../sink/index.ts';
-import type { Sink } from '../sink/types.ts';
+import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { Committer } from '../manifest/committer.ts';
 import { newRunId } from '../manifest/run-id.ts';
-import { readDirective, readState, updateState } from '../manifest/state-store.ts';
-import type { Manifest, ManifestTask, SchoolDirective, SchoolState } from '../manifest/types.ts';
+import type { Manifest, ManifestTask } from '../manifest/types.ts';
+import { openSink } from '../sink/index.ts';
+import type { Sink } from '../sink/types.ts';
+import { ApiClient } from '../source/client.ts';
 import type { RunConfig } from '../config/resolve.ts';
-import { resolveToken } from '../config/credentials.ts';
-import { ExportError, oneLine } from '../errors.ts';
-import { discoverSchools, selectResources } from './plan.ts';
-import { runTask, type SchoolRef, type TaskPlan } from './task.ts';
-import { nextWatermark, snapshotDue } from './watermark.ts';
+import { CheckpointPolicy } from './checkpoints.ts';
+import { reconcileRevocations } from './reconcile.ts';
+import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
+import { commitPiece } from './task-commit.ts';
+import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
 
 export interface RunDeps {
-  /** Token for kind 'api' (else resolved from --token-file / SCHOOL_API_TOKEN). */
-  token?: string;
+  /** The access token (the command line resolves it from --token-file or SCHOOL_API_TOKEN). */
+  token: string;
   reporter?: Reporter;
+  /** Aborted on SIGINT/SIGTERM: tasks stop at the next page, nothing half-written is committed. */
   signal?: AbortSignal;
   now?: () => Date;
+  /** Monotonic milliseconds, for checkpoint intervals and durations (tests count pages instead). */
+  clock?: () => number;
+}
+
+/** What a run holds open: the API client, the destination and where events go. */
+interface RunIo {
+  client: ApiClient;
+  sink: Sink;
+  reporter: Reporter;
+}
+
+/** One run's identity and bookkeeping, shared by its tasks. */
+interface RunContext {
+  runId: string;
+  startedAt: Date;
+  extractedAt: string;
+  committer: Committer;
+  nextSeq: (dir: string) => number;
+  clock: () => number;
+  began: number;
+  requests: { count: number };
+  signal?: AbortSignal;
+  /** Schools that answered 423 after the retry budget in this run: their remaining tasks are skipped. */
+  inactive: Map<string, ExportError>;
 }
 
 /**
@@ -29,244 +54,208 @@ export interface RunDeps {
  * commit each task's state after its files are durable and listed, write the run manifest last.
  * A failing task never stops the others and never advances its state.
  */
-export async function runExport(cfg: RunConfig, deps: RunDeps = {}): Promise<RunSummary> {
-  const started = Date.now();
+export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSummary> {
+  if (cfg.source.kind !== 'api')
+    throw new ConfigError('the sandbox source is started by the command line (school-export run); pass an API source here');
   const reporter = deps.reporter ?? createReporter(cfg.progress);
-  const resources = selectResources(cfg.resources, cfg.customResources);
-  const format = formatByName(cfg.format);
-  let sandbox: { close(): Promise<void> } | undefined;
+  const requests = { count: 0 };
   let client: ApiClient | undefined;
   let sink: Sink | undefined;
   try {
-    let apiUrl: string, domains: Record<string, string>, token: string, auth: 'bearer' | 'basic';
-    if (cfg.source.kind === 'sandbox') {
-      const { startSandbox } = await import('../sandbox/index.ts');
-      const sb = await startSandbox({
-        seed: cfg.source.seed,
-        schools: cfg.source.schools,
-        achievementsPerSchool: cfg.source.achievementsPerSchool,
-        maxPerPage: cfg.source.maxPerPage,
-      });
-      sandbox = sb;
-      ({ url: apiUrl, domains } = sb);
-      token = sb.tokens.full;
-      auth = 'bearer';
-    } else {
-      ({ apiUrl, domains, auth } = cfg.source);
-      token = deps.token ?? resolveToken(cfg.source.tokenFile);
-    }
     sink = await openSink(cfg.dest, {
       s3: { endpoint: cfg.s3.endpoint, region: cfg.s3.region, checksumWhenRequired: cfg.s3.checksumWhenRequired },
     });
     client = new ApiClient({
-      apiUrl,
-      token,
-      auth,
-      domains,
+      apiUrl: cfg.source.apiUrl,
+      token: deps.token,
+      auth: cfg.source.auth,
+      domains: cfg.source.domains,
       connectionsPerDomain: cfg.connectionsPerDomain,
       onEvent: (e) => {
-        if (e.type === 'retry') reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
+        if (e.type === 'request') requests.count += 1;
+        else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, client, sink, resources, format, reporter, deps, started);
+    return await execute(cfg, { client, sink, reporter }, deps, requests);
   } finally {
     reporter.close();
     await client?.close();
     await sink?.close();
-    await sandbox?.close();
   }
 }
 
-async function execute(
-  cfg: RunConfig,
-  client: ApiClient,
-  sink: Sink,
-  resources: ReturnType<typeof selectResources>,
-  format: ReturnType<typeof formatByName>,
-  reporter: Reporter,
-  deps: RunDeps,
-  started: number,
-): Promise<RunSummary> {
-  const now = deps.now ?? (() => new Date());
-  const startedAt = now();
+async function execute(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: number }): Promise<RunSummary> {
+  const run = startRun(cfg, io, deps, requests);
+  const reconciled = await reconcile(cfg, io, run);
+  const plan = await planRun(cfg, io, { now: run.startedAt });
+  plan.notes.unshift(...reconciled);
+  for (const t of plan.skipped) run.committer.record(t);
+  io.reporter.emit({
+    event: 'run_start',
+    run_id: run.runId,
+    dest: io.sink.url,
+    format: cfg.format,
+    schools: plan.schools,
+    tasks: plan.tasks.length,
+  });
+  const limit = pLimit(cfg.concurrency);
+  await Promise.all(plan.tasks.map((t) => limit(() => runOne(cfg, io, run, t))));
+  return finishRun(io, run, plan);
+}
+
+function startRun(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: number }): RunContext {
+  const startedAt = (deps.now ?? (() => new Date()))();
   const runId = newRunId(startedAt, cfg.shard);
-  const extractedAt = startedAt.toISOString().replace('Z', '000Z');
-  const committer = new Committer(sink, {
+  const seqs = new Map<string, number>();
+  const clock = deps.clock ?? (() => performance.now());
+  const header: ConstructorParameters<typeof Committer>[1] = {
     version: 1,
     run_id: runId,
     started_at: startedAt.toISOString(),
     format: cfg.format,
     format_options: { ...cfg.formatOptions },
     ...(cfg.shard.count > 1 ? { shard: cfg.shard } : {}),
-  });
-
-  const discovered = await discoverSchools(client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
-  const skipped: ManifestTask[] = [];
-  for (const p of discovered.problems) {
-    reporter.emit({ event: 'school_skipped', school_id: p.schoolId, reason: p.error.message });
-    skipped.push(failedTask(p.schoolId, p.region, '*', 'skipped', p.error));
-  }
-
-  // Per school: state, directive, and which resources run full or incremental.
-  const plans: TaskPlan[] = [];
-  const forceSeq = new Map<string, number>();
-  const deactivated: string[] = [];
-  // State and directive reads are independent per school (S3 GETs): read them concurrently. An
-  // unreadable state fails that school's tasks, not the run.
-  const readLimit = pLimit(16);
-  const perSchool = await Promise.all(
-    discovered.schools.map((school) =>
-      readLimit(async () => {
-        try {
-          const [state, directive] = await Promise.all([readState(sink, school.region, school.id), readDirective(sink, school.id)]);
-          return { ok: true as const, school, state, directive };
-        } catch (e) {
-          return { ok: false as const, school, error: e instanceof ExportError ? e : new ExportError('E_STATE', oneLine(e)) };
-        }
-      }),
-    ),
-  );
-  for (const r of perSchool) {
-    const { school } = r;
-    if (!r.ok) {
-      reporter.emit({ event: 'school_skipped', school_id: school.id, reason: r.error.message });
-      skipped.push(failedTask(school.id, school.region, '*', 'failed', r.error));
-      continue;
-    }
-    const { state, directive } = r;
-    if (directive?.deactivated) {
-      deactivated.push(school.id);
-      reporter.emit({
-        event: 'school_skipped',
-        school_id: school.id,
-        reason: `access ${directive.deactivated.event}: ${directive.deactivated.reason}`,
-      });
-      continue;
-    }
-    if (directive) forceSeq.set(school.id, directive.force_full_seq);
-    for (const spec of resources) plans.push(planTask(school, spec, state, directive, cfg, startedAt));
-  }
-  reporter.emit({
-    event: 'run_start',
-    run_id: runId,
-    dest: sink.url,
-    format: cfg.format,
-    schools: discovered.schools.length,
-    tasks: plans.length,
-  });
-
-  const seqs = new Map<string, number>();
-  const nextSeq = (dir: string) => {
-    const n = (seqs.get(dir) ?? 0) + 1;
-    seqs.set(dir, n);
-    return n;
   };
-  const limit = pLimit(cfg.concurrency);
-  await Promise.all(
-    plans.map((plan) =>
-      limit(async (): Promise<ManifestTask> => {
-        const { school, spec } = plan;
-        const t0 = Date.now();
-        reporter.emit({ event: 'task_start', school_id: school.id, resource: spec.name, mode: plan.mode });
-        try {
-          deps.signal?.throwIfAborted();
-          const out = await runTask(plan, {
-            client,
-            sink,
-            format,
-            formatOptions: cfg.formatOptions,
-            runId,
-            extractedAt,
-            perPage: cfg.perPage,
-            lookbackSeconds: cfg.lookbackSeconds,
-            limits: { maxRows: cfg.maxFileRows, maxBytes: cfg.maxFileBytes },
-            nextSeq,
-            signal: deps.signal,
-            onProgress: (p) => reporter.emit({ event: 'task_progress', school_id: school.id, resource: spec.name, ...p }),
-          });
-          const watermark = nextWatermark(plan.previousWatermark, out.taskStart);
-          out.task.watermark = watermark;
-          await committer.commit({
-            task: out.task,
-            deletions: out.deletions,
-            promote: async () => {
-              let oldIds: string | undefined;
-              await updateState(sink, school.region, school.id, (s) => {
-                const prev = s.resources[spec.name];
-                oldIds = prev?.known_ids_file;
-                s.resources[spec.name] = {
-                  watermark,
-                  last_run_id: runId,
-                  last_full_at: out.task.mode === 'full' ? out.taskStart.toISOString() : (prev?.last_full_at ?? null),
-                  ...(out.snapshotIdsFile
-                    ? { known_ids_file: out.snapshotIdsFile }
-                    : prev?.known_ids_file
-                      ? { known_ids_file: prev.known_ids_file }
-                      : {}),
-                  ...(forceSeq.has(school.id)
-                    ? { applied_force_full_seq: forceSeq.get(school.id) }
-                    : prev?.applied_force_full_seq !== undefined
-                      ? { applied_force_full_seq: prev.applied_force_full_seq }
-                      : {}),
-                };
-              });
-              // The previous id list is no longer referenced: keep state from growing.
-              if (oldIds && out.snapshotIdsFile && oldIds !== out.snapshotIdsFile) await sink.remove([oldIds]).catch(() => undefined);
-            },
-          });
-          const files = out.task.files.length;
-          const rows = Object.values(out.task.rows).reduce((a, b) => a + b, 0);
-          reporter.emit({ event: 'task_done', school_id: school.id, resource: spec.name, rows, files, ms: Date.now() - t0 });
-          return out.task;
-        } catch (e) {
-          const err = e instanceof ExportError ? e : new ExportError('E_SINK', oneLine(e), { cause: e });
-          reporter.emit({ event: 'task_failed', school_id: school.id, resource: spec.name, code: err.code, message: err.message });
-          const task = failedTask(school.id, school.region, spec.name, 'failed', err);
-          // A task whose files were listed but whose state did not advance is in the manifest already.
-          if (!(e as { listed?: boolean }).listed) committer.record(task);
-          return task;
-        }
-      }),
-    ),
-  );
-  for (const t of skipped) committer.record(t);
-  const manifest: Manifest = await committer.finish();
-  const summary = summarise(manifest, { deactivated, durationMs: Date.now() - started, dest: sink.url });
-  reporter.emit({ event: 'run_done', run_id: runId, status: summary.failures.length ? 'partial' : 'ok', ms: summary.durationMs });
-  return summary;
-}
-
-function planTask(
-  school: SchoolRef,
-  spec: TaskPlan['spec'],
-  state: SchoolState,
-  directive: SchoolDirective | undefined,
-  cfg: RunConfig,
-  now: Date,
-): TaskPlan {
-  const prev = state.resources[spec.name];
-  const forced = directive ? directive.force_full_seq > (prev?.applied_force_full_seq ?? 0) : false;
-  const snapshot = !spec.deletionType && spec.name !== 'deletions' && snapshotDue(prev?.last_full_at, cfg.snapshotEveryHours, now);
-  const full = cfg.fullRefresh || forced || !prev?.watermark || !spec.incremental || snapshot;
   return {
-    school,
-    spec,
-    mode: full ? 'full' : 'incremental',
-    // A forced full refresh (migration: ids changed) also restarts the deletions feed.
-    previousWatermark: forced || cfg.fullRefresh ? null : (prev?.watermark ?? null),
-    knownIdsFile: forced ? undefined : prev?.known_ids_file,
+    runId,
+    startedAt,
+    extractedAt: startedAt.toISOString().replace('Z', '000Z'),
+    committer: new Committer(io.sink, header),
+    nextSeq: (dir) => {
+      const n = (seqs.get(dir) ?? 0) + 1;
+      seqs.set(dir, n);
+      return n;
+    },
+    clock,
+    began: clock(),
+    requests,
+    signal: deps.signal,
+    inactive: new Map(),
   };
 }
 
-function failedTask(schoolId: string, region: string, resource: string, status: 'failed' | 'skipped', err: ExportError): ManifestTask {
+/** Schools that revoked or declined access while no receiver was listening (best effort: a note if the lists cannot be read). */
+async function reconcile(cfg: RunConfig, io: RunIo, run: RunContext): Promise<string[]> {
+  try {
+    return await reconcileRevocations(io.client, io.sink, {
+      runId: run.runId,
+      purge: cfg.purgeOnRevoke,
+      shard: cfg.shard,
+      now: run.startedAt,
+    });
+  } catch (e) {
+    return [`revoked and declined schools were not checked (${asExportError(e, 'E_PROTOCOL').message})`];
+  }
+}
+
+/** Runs one task and records how it ended; never throws (one task's failure is not the run's). */
+async function runOne(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Promise<void> {
+  const { school, spec } = plan;
+  const ids = { school_id: school.id, resource: spec.name };
+  if (run.signal?.aborted) {
+    run.committer.record(endedTask(plan, 'not_started', new ExportError('E_ABORTED', 'the run was interrupted before this task began')));
+    return;
+  }
+  const inactive = run.inactive.get(school.id);
+  if (inactive) {
+    run.committer.record(endedTask(plan, 'skipped', inactive));
+    return;
+  }
+  const t0 = run.clock();
+  io.reporter.emit({ event: 'task_start', ...ids, mode: plan.mode, reason: plan.reason });
+  try {
+    const result = await runTask(plan, taskEnv(cfg, io, run, plan));
+    io.reporter.emit({
+      event: 'task_done',
+      ...ids,
+      rows: result.rows,
+      files: result.files,
+      resumed: result.resumed,
+      ms: Math.round(run.clock() - t0),
+    });
+  } catch (e) {
+    const err = classifyTaskError(e, run.signal, { school: school.id, resource: spec.name });
+    if (err.status === 423) markInactive(run, io.reporter, school.id, err);
+    const status = err.code === 'E_ABORTED' ? 'interrupted' : err.code === 'E_PURGED' ? 'skipped' : 'failed';
+    io.reporter.emit({ event: `task_${status}`, ...ids, code: err.code, message: err.message });
+    // A task whose files were listed but whose state did not advance is in the manifest already.
+    if (!(e as { listed?: boolean }).listed) run.committer.record(endedTask(plan, status, err));
+  }
+}
+
+/** One line for the school; its tasks not yet started are skipped without a request. */
+function markInactive(run: RunContext, reporter: Reporter, schoolId: string, cause: ExportError): void {
+  if (run.inactive.has(schoolId)) return;
+  const message = `school ${schoolId} is inactive (423 school_inactive after the retry budget): its remaining tasks were skipped; the next run tries again`;
+  run.inactive.set(schoolId, new ExportError('E_SCHOOL_INACTIVE', message, { school: schoolId, status: 423, cause }));
+  reporter.emit({ event: 'school_skipped', school_id: schoolId, code: 'E_SCHOOL_INACTIVE', reason: message });
+}
+
+function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): TaskEnv {
+  const ids = { school_id: plan.school.id, resource: plan.spec.name };
   return {
-    school_id: schoolId,
-    region,
-    resource,
+    client: io.client,
+    sink: io.sink,
+    format: formatByName(cfg.format),
+    formatOptions: cfg.formatOptions,
+    runId: run.runId,
+    extractedAt: run.extractedAt,
+    perPage: cfg.perPage,
+    limits: { maxRows: cfg.maxFileRows, maxBytes: cfg.maxFileBytes },
+    nextSeq: run.nextSeq,
+    checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
+    commit: (piece) => commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name }, piece),
+    onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
+    onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
+    signal: run.signal,
+  };
+}
+
+/** An interrupt is E_ABORTED whatever the stream or socket made of it. */
+function classifyTaskError(e: unknown, signal: AbortSignal | undefined, ctx: { school: string; resource: string }): ExportError {
+  if (signal?.aborted && !(e instanceof ExportError && e.code === 'E_PURGED')) {
+    return new ExportError(
+      'E_ABORTED',
+      'the run was interrupted while this task ran; nothing of it was committed after its last checkpoint',
+      ctx,
+    );
+  }
+  return asExportError(e, 'E_INTERNAL', ctx);
+}
+
+function endedTask(plan: TaskPlan, status: ManifestTask['status'], err: ExportError): ManifestTask {
+  return {
+    school_id: plan.school.id,
+    region: plan.school.region,
+    resource: plan.spec.name,
     status,
-    mode: 'full',
+    mode: plan.mode,
     files: [],
     rows: {},
     error: { code: err.code, message: err.message },
   };
+}
+
+async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<RunSummary> {
+  const interrupted = run.signal?.aborted === true;
+  let manifest: Manifest;
+  let manifestError: string | undefined;
+  try {
+    manifest = await run.committer.finish({ interrupted });
+  } catch (e) {
+    // The run still reports what it did; the manifest parts already list every committed task.
+    manifestError = `the run manifest could not be written (${asExportError(e, 'E_SINK').message}); its committed tasks are listed in _manifests/${run.runId}/`;
+    manifest = run.committer.snapshot({ interrupted });
+  }
+  const summary = summarise(manifest, {
+    deactivated: plan.deactivated,
+    scopeMasked: plan.scopeMasked,
+    durationMs: run.clock() - run.began,
+    dest: io.sink.url,
+    requests: run.requests.count,
+    notes: [...plan.notes, ...(manifestError ? [manifestError] : [])],
+    failRun: manifestError !== undefined || plan.nothingToDo !== undefined,
+  });
+  io.reporter.emit({ event: 'run_done', run_id: run.runId, status: summary.status, ms: Math.round(summary.durationMs) });
+  return summary;
 }

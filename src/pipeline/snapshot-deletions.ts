@@ -1,59 +1,82 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { ExportError } from '../errors.ts';
 import type { Sink } from '../sink/types.ts';
 import type { Row } from '../table.ts';
-import { ExportError } from '../errors.ts';
+import type { TaskPlan } from './task.ts';
+import type { TaskOutput } from './task-output.ts';
 
 /**
  * Tables the service keeps no deletion records for (the assessment tables) are compared with
  * their previous full snapshot: ids that were there and are gone become deletion rows with
  * detected_by = 'snapshot' and deleted_at = the time of detection (the real deletion happened
- * at some point since the previous snapshot). The id list is written under a run-specific name
- * and only referenced from state once the task commits, so a crash never loses a detection.
+ * at some point since the previous snapshot). Id lists are written under run-specific names and
+ * only referenced from state once the task commits, so a crash never loses a detection. A read
+ * committed at checkpoints keeps the ids of each piece in a chunk file until it completes.
  */
-export async function detectSnapshotDeletions(o: {
-  sink: Sink;
-  previousIdsFile: string | undefined;
-  seen: Set<string>;
-  table: string;
-  detectedAt: Date;
-  ctx: { schoolId: string; region: string; runId: string; extractedAt: string };
-  runId: string;
-}): Promise<{ rows: Row[]; idsFile: string }> {
-  const rows: Row[] = [];
-  if (o.previousIdsFile) {
-    const buf = await o.sink.read(o.previousIdsFile);
-    if (buf) {
-      let previous: string[];
-      try {
-        previous = JSON.parse(gunzipSync(buf).toString('utf8')) as string[];
-      } catch (e) {
-        throw new ExportError(
-          'E_STATE',
-          `snapshot id list ${o.previousIdsFile} is unreadable (${(e as Error).message}): delete it to start a new baseline`,
-        );
-      }
-      const at = o.detectedAt.toISOString().replace('Z', '000Z');
-      for (const id of previous) {
-        if (o.seen.has(id)) continue;
-        rows.push({
-          type: o.table,
-          id,
-          mis_id: null,
-          deleted_at: at,
-          deleted_at__timezone: 'UTC',
-          restored_at: null,
-          restored_at__timezone: null,
-          detected_by: 'snapshot',
-          table: o.table,
-          _school_id: o.ctx.schoolId,
-          _region: o.ctx.region,
-          _run_id: o.ctx.runId,
-          _extracted_at: o.ctx.extractedAt,
-        });
-      }
-    }
+function idsDir(plan: TaskPlan): string {
+  return `_state/ids/region=${plan.school.region}/school_id=${plan.school.id}`;
+}
+
+async function readIds(sink: Sink, path: string): Promise<string[]> {
+  const buf = await sink.read(path);
+  if (!buf) return [];
+  try {
+    return JSON.parse(gunzipSync(buf).toString('utf8')) as string[];
+  } catch (e) {
+    throw new ExportError('E_STATE', `snapshot id list ${path} is unreadable (${(e as Error).message}): delete it to start a new baseline`);
   }
-  const idsFile = `_state/ids/region=${o.ctx.region}/school_id=${o.ctx.schoolId}/${o.table}-${o.runId}.json.gz`;
-  await o.sink.writeAtomic(idsFile, gzipSync(JSON.stringify([...o.seen])));
-  return { rows, idsFile };
+}
+
+async function writeIds(sink: Sink, path: string, ids: Iterable<string>): Promise<void> {
+  await sink.writeAtomic(path, gzipSync(JSON.stringify([...ids])));
+}
+
+/** The ids of one checkpoint piece, kept until the read completes. */
+export async function writeKeyChunk(sink: Sink, plan: TaskPlan, snapshot: string, seq: number, keys: Set<string>): Promise<string> {
+  const path = `${idsDir(plan)}/${plan.spec.name}-${snapshot}-part${String(seq).padStart(4, '0')}.json.gz`;
+  await writeIds(sink, path, keys);
+  return path;
+}
+
+/**
+ * At the end of a full read: rows for ids the previous snapshot had and this one lacks go to the
+ * deletions table, and this snapshot's ids become the next baseline (returned; referenced from
+ * state only once the task commits).
+ */
+export async function finishSnapshot(o: {
+  sink: Sink;
+  plan: TaskPlan;
+  output: TaskOutput;
+  chunks: string[];
+  detectedAt: Date;
+  runId: string;
+}): Promise<{ idsFile: string }> {
+  const seen = new Set(o.output.keys);
+  for (const chunk of o.chunks) for (const id of await readIds(o.sink, chunk)) seen.add(id);
+  if (o.plan.knownIdsFile) {
+    const gone = (await readIds(o.sink, o.plan.knownIdsFile)).filter((id) => !seen.has(id));
+    await o.output.writeRows('deletions', deletionRows(gone, o.plan.spec.name, o.detectedAt, o.output.metaContext));
+  }
+  const idsFile = `${idsDir(o.plan)}/${o.plan.spec.name}-${o.runId}.json.gz`;
+  await writeIds(o.sink, idsFile, seen);
+  return { idsFile };
+}
+
+function deletionRows(ids: string[], table: string, at: Date, ctx: TaskOutput['metaContext']): Row[] {
+  const deletedAt = at.toISOString().replace('Z', '000Z');
+  return ids.map((id) => ({
+    type: table,
+    id,
+    mis_id: null,
+    deleted_at: deletedAt,
+    deleted_at__timezone: 'UTC',
+    restored_at: null,
+    restored_at__timezone: null,
+    detected_by: 'snapshot',
+    table,
+    _school_id: ctx.schoolId,
+    _region: ctx.region,
+    _run_id: ctx.runId,
+    _extracted_at: ctx.extractedAt,
+  }));
 }

@@ -1,4 +1,5 @@
-import type { Manifest } from '../manifest/types.ts';
+import type { Manifest, ManifestTask } from '../manifest/types.ts';
+import { formatElapsed } from './progress.ts';
 
 export interface TableTotals {
   rows: number;
@@ -6,41 +7,79 @@ export interface TableTotals {
   bytes: number;
 }
 
+type Unfinished = 'failed' | 'skipped' | 'interrupted' | 'not_started';
+
 export interface RunSummary {
   runId: string;
   dest: string;
-  status: 'ok' | 'partial';
+  /** ok: every task committed (exit 0); partial: some did not, failed: the run itself could not
+   * do its job (exit 1); interrupted: stopped by a signal (exit 130 / 143). */
+  status: 'ok' | 'partial' | 'failed' | 'interrupted';
   durationMs: number;
   tables: Record<string, TableTotals>;
-  tasks: { committed: number; failed: number; skipped: number };
-  failures: { school_id: string; resource: string; code: string; message: string }[];
+  /** Tasks (school × resource), each counted once however many checkpoint pieces it committed. */
+  tasks: {
+    committed: number;
+    failed: number;
+    skipped: number;
+    interrupted: number;
+    not_started: number;
+    resumed: number;
+    checkpoints: number;
+  };
+  /** Every task that did not finish, once, with why. */
+  failures: { school_id: string; resource: string; status: Unfinished; code: string; message: string }[];
   drift: Record<string, string[]>;
   deletions: number;
   deactivated: string[];
+  /** school -> "table.column" values exported as null for lack of scope. */
+  scopeMasked: Record<string, string[]>;
+  throughput: { rowsPerSecond: number; megabytesPerSecond: number; requests: number };
+  notes: string[];
+  personalData?: Manifest['personal_data'];
 }
 
-export function summarise(m: Manifest, o: { deactivated: string[]; durationMs: number; dest: string }): RunSummary {
+export interface SummaryInputs {
+  deactivated: string[];
+  scopeMasked: Record<string, string[]>;
+  durationMs: number;
+  dest: string;
+  requests: number;
+  notes: string[];
+  /** The run failed as a whole (nothing to export, the manifest could not be written). */
+  failRun: boolean;
+}
+
+export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
   const tables: Record<string, TableTotals> = {};
   const drift: Record<string, Set<string>> = {};
-  const tasks = { committed: 0, failed: 0, skipped: 0 };
+  const tasks = { committed: 0, failed: 0, skipped: 0, interrupted: 0, not_started: 0, resumed: 0, checkpoints: 0 };
   const failures: RunSummary['failures'] = [];
-  for (const t of m.tasks) {
-    if (t.status === 'committed' && !t.error) tasks.committed += 1;
-    else if (t.status === 'skipped') tasks.skipped += 1;
-    else tasks.failed += 1;
-    if (t.error) failures.push({ school_id: t.school_id, resource: t.resource, code: t.error.code, message: t.error.message });
-    for (const f of t.files) {
-      const tt = (tables[f.table] ??= { rows: 0, files: 0, bytes: 0 });
-      tt.files += 1;
-      tt.bytes += f.bytes;
+  for (const group of byTask(m.tasks)) {
+    const outcome = taskOutcome(group);
+    if (outcome.status === 'committed') tasks.committed += 1;
+    else {
+      tasks[outcome.status] += 1;
+      failures.push({
+        school_id: group[0]!.school_id,
+        resource: group[0]!.resource,
+        status: outcome.status,
+        code: outcome.code,
+        message: outcome.message,
+      });
     }
-    for (const [table, n] of Object.entries(t.rows)) (tables[table] ??= { rows: 0, files: 0, bytes: 0 }).rows += n;
-    for (const [table, fields] of Object.entries(t.drift_fields ?? {})) for (const f of fields) (drift[table] ??= new Set()).add(f);
+    if (group.some((t) => t.checkpoint && t.checkpoint.snapshot !== m.run_id)) tasks.resumed += 1;
+    tasks.checkpoints += group.filter((t) => t.checkpoint && !t.checkpoint.final).length;
   }
+  for (const t of m.tasks) addTotals(t, tables, drift);
+  const seconds = Math.max(o.durationMs, 1) / 1000;
+  const rows = Object.values(tables).reduce((a, t) => a + t.rows, 0);
+  const bytes = Object.values(tables).reduce((a, t) => a + t.bytes, 0);
+  const status = m.status === 'interrupted' ? 'interrupted' : o.failRun ? 'failed' : failures.length ? 'partial' : 'ok';
   return {
     runId: m.run_id,
     dest: o.dest,
-    status: failures.length ? 'partial' : 'ok',
+    status,
     durationMs: o.durationMs,
     tables,
     tasks,
@@ -48,7 +87,44 @@ export function summarise(m: Manifest, o: { deactivated: string[]; durationMs: n
     drift: Object.fromEntries(Object.entries(drift).map(([k, v]) => [k, [...v].sort()])),
     deletions: m.deletions.length,
     deactivated: o.deactivated,
+    scopeMasked: o.scopeMasked,
+    throughput: {
+      rowsPerSecond: Math.round(rows / seconds),
+      megabytesPerSecond: +(bytes / 2 ** 20 / seconds).toFixed(2),
+      requests: o.requests,
+    },
+    notes: o.notes,
+    ...(m.personal_data ? { personalData: m.personal_data } : {}),
   };
+}
+
+/** Manifest entries grouped by task (a task committed in checkpoint pieces has several). */
+function byTask(entries: ManifestTask[]): ManifestTask[][] {
+  const groups = new Map<string, ManifestTask[]>();
+  for (const t of entries) {
+    const k = `${t.school_id}\u0000${t.resource}`;
+    (groups.get(k) ?? groups.set(k, []).get(k)!).push(t);
+  }
+  return [...groups.values()];
+}
+
+function taskOutcome(group: ManifestTask[]): { status: 'committed' } | { status: Unfinished; code: string; message: string } {
+  const ended = group.find((t) => t.status !== 'committed' || t.error);
+  if (!ended) return { status: 'committed' };
+  const status = ended.status === 'committed' ? 'failed' : ended.status;
+  const pieces = group.filter((t) => t.status === 'committed' && t.files.length).length;
+  const kept = pieces && status !== 'skipped' ? ` (${pieces} checkpoint piece(s) committed: the next run resumes)` : '';
+  return { status, code: ended.error?.code ?? 'E_INTERNAL', message: (ended.error?.message ?? 'did not finish') + kept };
+}
+
+function addTotals(t: ManifestTask, tables: Record<string, TableTotals>, drift: Record<string, Set<string>>): void {
+  for (const f of t.files) {
+    const tt = (tables[f.table] ??= { rows: 0, files: 0, bytes: 0 });
+    tt.files += 1;
+    tt.bytes += f.bytes;
+  }
+  for (const [table, n] of Object.entries(t.rows)) (tables[table] ??= { rows: 0, files: 0, bytes: 0 }).rows += n;
+  for (const [table, fields] of Object.entries(t.drift_fields ?? {})) for (const f of fields) (drift[table] ??= new Set()).add(f);
 }
 
 const fmtBytes = (n: number) =>
@@ -60,39 +136,65 @@ const fmtBytes = (n: number) =>
         ? `${(n / 1024 ** 2).toFixed(1)} MiB`
         : `${(n / 1024 ** 3).toFixed(2)} GiB`;
 
+const HEADLINE: Record<RunSummary['status'], string> = {
+  ok: 'finished',
+  partial: 'finished with failures',
+  failed: 'FAILED',
+  interrupted: 'INTERRUPTED',
+};
+
 /** The table a person reads at the end of a run. */
 export function renderSummary(s: RunSummary): string {
-  const lines: string[] = [];
+  const lines = [`run ${s.runId} ${HEADLINE[s.status]} in ${formatElapsed(s.durationMs / 1000)} -> ${s.dest}`];
+  lines.push(...tableLines(s));
+  const t = s.tasks;
+  const extra = [
+    t.interrupted && `${t.interrupted} interrupted`,
+    t.not_started && `${t.not_started} not started`,
+    t.resumed && `${t.resumed} resumed`,
+  ]
+    .filter(Boolean)
+    .join(', ');
   lines.push(
-    `run ${s.runId} ${s.status === 'ok' ? 'finished' : 'finished with failures'} in ${(s.durationMs / 1000).toFixed(1)} s -> ${s.dest}`,
+    `  tasks: ${t.committed} committed, ${t.failed} failed, ${t.skipped} skipped${extra ? `, ${extra}` : ''}; deletions recorded: ${s.deletions}`,
   );
-  const names = Object.keys(s.tables).sort();
-  const w = Math.max(5, ...names.map((n) => n.length));
-  lines.push(`  ${'table'.padEnd(w)} ${'rows'.padStart(12)} ${'files'.padStart(6)} ${'bytes'.padStart(11)}`);
-  let rows = 0;
-  let files = 0;
-  let bytes = 0;
-  for (const n of names) {
-    const t = s.tables[n]!;
-    rows += t.rows;
-    files += t.files;
-    bytes += t.bytes;
-    lines.push(
-      `  ${n.padEnd(w)} ${t.rows.toLocaleString('en').padStart(12)} ${String(t.files).padStart(6)} ${fmtBytes(t.bytes).padStart(11)}`,
-    );
+  const tp = s.throughput;
+  lines.push(
+    `  throughput: ${tp.rowsPerSecond.toLocaleString('en')} rows/s, ${tp.megabytesPerSecond} MB/s written, ${tp.requests.toLocaleString('en')} requests`,
+  );
+  if (s.personalData) {
+    const p = s.personalData;
+    lines.push(`  personal data: person ids ${p.person_id}, direct identifiers ${p.direct_identifier}, free text ${p.free_text}`);
   }
-  lines.push(
-    `  ${'total'.padEnd(w)} ${rows.toLocaleString('en').padStart(12)} ${String(files).padStart(6)} ${fmtBytes(bytes).padStart(11)}`,
-  );
-  lines.push(
-    `  tasks: ${s.tasks.committed} committed, ${s.tasks.failed} failed, ${s.tasks.skipped} skipped; deletions recorded: ${s.deletions}`,
-  );
   for (const [table, fields] of Object.entries(s.drift)) {
     lines.push(
       `  schema drift in ${table}: ${fields.length} undeclared field(s) kept (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`,
     );
   }
+  for (const [school, cols] of Object.entries(s.scopeMasked)) lines.push(`  no scope at ${school}: ${cols.join(', ')} exported as null`);
   if (s.deactivated.length) lines.push(`  not exported (access revoked or declined): ${s.deactivated.join(', ')}`);
-  for (const f of s.failures) lines.push(`  FAILED ${f.school_id} ${f.resource}: [${f.code}] ${f.message}`);
+  for (const n of s.notes) lines.push(`  NOTE: ${n}`);
+  for (const f of s.failures)
+    lines.push(`  ${f.status.toUpperCase().replace('_', ' ')} ${f.school_id} ${f.resource}: [${f.code}] ${f.message}`);
   return lines.join('\n');
+}
+
+function tableLines(s: RunSummary): string[] {
+  const names = Object.keys(s.tables).sort();
+  const w = Math.max(5, ...names.map((n) => n.length));
+  const lines = [`  ${'table'.padEnd(w)} ${'rows'.padStart(12)} ${'files'.padStart(6)} ${'bytes'.padStart(11)}`];
+  const total = { rows: 0, files: 0, bytes: 0 };
+  for (const n of names) {
+    const t = s.tables[n]!;
+    total.rows += t.rows;
+    total.files += t.files;
+    total.bytes += t.bytes;
+    lines.push(
+      `  ${n.padEnd(w)} ${t.rows.toLocaleString('en').padStart(12)} ${String(t.files).padStart(6)} ${fmtBytes(t.bytes).padStart(11)}`,
+    );
+  }
+  lines.push(
+    `  ${'total'.padEnd(w)} ${total.rows.toLocaleString('en').padStart(12)} ${String(total.files).padStart(6)} ${fmtBytes(total.bytes).padStart(11)}`,
+  );
+  return lines;
 }

@@ -3,46 +3,56 @@ import type { Sink, SinkFile } from '../sink/types.ts';
 import type { ManifestFile } from '../manifest/types.ts';
 import type { Row, TableSchema } from '../table.ts';
 
+export interface TableFilesOptions {
+  sink: Sink;
+  format: Format;
+  formatOptions: FormatOptions;
+  schema: TableSchema;
+  /** `<table>/region=<code>/school_id=<id>` */
+  dir: string;
+  runId: string;
+  /** A per-directory counter the whole run shares (a table may get files from two tasks, e.g. deletions). */
+  nextSeq: (dir: string) => number;
+  limits: { maxRows: number; maxBytes: number };
+}
+
+interface OpenFile {
+  file: SinkFile;
+  writer: FormatWriter;
+  path: string;
+}
+
 /**
  * Writes one table's rows for one school into files that roll over at a row or byte count.
- * Files are committed (durable, at their final name) only by finish(); abort() leaves nothing.
- * Names: <table>/region=<code>/school_id=<id>/<run_id>-<seq>.<ext>, seq from a per-directory
- * counter the whole run shares (a table may get files from two tasks, e.g. deletions).
+ * Files are committed (durable, at their final name) only by commit(); abort() leaves nothing.
+ * Names: <table>/region=<code>/school_id=<id>/<run_id>-<seq>.<ext>.
  */
 export class TableFiles {
-  private current: { file: SinkFile; writer: FormatWriter; path: string } | undefined;
-  private readonly done: { file: SinkFile; writer: FormatWriter; path: string }[] = [];
+  private current: OpenFile | undefined;
+  private done: OpenFile[] = [];
+  /** Rows written since the task began (committed or not). */
   rows = 0;
 
-  constructor(
-    private readonly sink: Sink,
-    private readonly format: Format,
-    private readonly formatOptions: FormatOptions,
-    private readonly schema: TableSchema,
-    private readonly dir: string,
-    private readonly runId: string,
-    private readonly nextSeq: (dir: string) => number,
-    private readonly limits: { maxRows: number; maxBytes: number },
-  ) {}
+  constructor(private readonly o: TableFilesOptions) {}
 
   async write(rows: Row[]): Promise<void> {
     let offset = 0;
     while (offset < rows.length) {
       const cur = this.current ?? (await this.open());
-      const room = this.limits.maxRows - cur.writer.rowsWritten;
+      const room = this.o.limits.maxRows - cur.writer.rowsWritten;
       const slice = offset === 0 && rows.length <= room ? rows : rows.slice(offset, offset + room);
       await cur.writer.write(slice);
       offset += slice.length;
       this.rows += slice.length;
-      if (cur.writer.rowsWritten >= this.limits.maxRows || cur.writer.bytesWritten >= this.limits.maxBytes) await this.roll();
+      if (cur.writer.rowsWritten >= this.o.limits.maxRows || cur.writer.bytesWritten >= this.o.limits.maxBytes) await this.roll();
     }
   }
 
-  private async open() {
-    const seq = String(this.nextSeq(this.dir)).padStart(4, '0');
-    const path = `${this.dir}/${this.runId}-${seq}.${this.format.extension(this.formatOptions)}`;
-    const file = await this.sink.openFile(path);
-    const writer = this.format.open(this.schema, file.stream, this.formatOptions);
+  private async open(): Promise<OpenFile> {
+    const seq = String(this.o.nextSeq(this.o.dir)).padStart(4, '0');
+    const path = `${this.o.dir}/${this.o.runId}-${seq}.${this.o.format.extension(this.o.formatOptions)}`;
+    const file = await this.o.sink.openFile(path);
+    const writer = this.o.format.open(this.o.schema, file.stream, this.o.formatOptions);
     this.current = { file, writer, path };
     return this.current;
   }
@@ -55,20 +65,26 @@ export class TableFiles {
     this.done.push(cur);
   }
 
-  /** Finishes the open file and commits every file; returns them for the manifest. */
-  async finish(): Promise<ManifestFile[]> {
+  /**
+   * Finishes the open file and makes every file written since the last commit durable; returns
+   * them for the manifest. Later writes open new files (a checkpoint is a commit mid-task).
+   */
+  async commit(): Promise<ManifestFile[]> {
     await this.roll();
     const out: ManifestFile[] = [];
     for (const f of this.done) {
       const { bytes, sha256 } = await f.file.commit();
-      out.push({ table: this.schema.name, path: f.path, rows: f.writer.rowsWritten, bytes, sha256 });
+      out.push({ table: this.o.schema.name, path: f.path, rows: f.writer.rowsWritten, bytes, sha256 });
     }
+    this.done = [];
     return out;
   }
 
+  /** Discards every file not yet committed. */
   async abort(): Promise<void> {
     const all = this.current ? [...this.done, this.current] : this.done;
     this.current = undefined;
+    this.done = [];
     await Promise.allSettled(all.map((f) => f.file.abort()));
   }
 }

@@ -1,29 +1,51 @@
-import type { ApiClient, PageBatch } from '../source/client.ts';
-import type { ResourceSpec } from '../resources/types.ts';
-import { resourceByName, tableSchemas } from '../resources/index.ts';
-import { compileFlattener } from '../flatten/index.ts';
+import { ApiError } from '../errors.ts';
 import type { Format, FormatOptions } from '../format/types.ts';
+import { checkpointResource, nextWatermark, promoteResource } from '../manifest/state.ts';
+import type { Manifest, ManifestTask, ResourceState } from '../manifest/types.ts';
+import type { ResourceSpec } from '../resources/types.ts';
+import type { ApiClient, PageBatch } from '../source/client.ts';
 import type { Sink } from '../sink/types.ts';
-import type { Manifest, ManifestFile, ManifestTask } from '../manifest/types.ts';
-import type { Row, TableSchema } from '../table.ts';
-import { TableFiles } from './table-files.ts';
-import { updatedAfterParam } from './watermark.ts';
-import { detectSnapshotDeletions } from './snapshot-deletions.ts';
+import { CheckpointPolicy } from './checkpoints.ts';
+import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
+import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
 
-export interface SchoolRef {
-  id: string;
-  region: string;
-  domain?: string;
-  record: unknown; // the school object from discovery
-}
+export type { SchoolRef };
 
 export interface TaskPlan {
   school: SchoolRef;
   spec: ResourceSpec;
   mode: 'full' | 'incremental';
+  /** What is sent as updated_after (naive UTC), for incremental reads. */
+  updatedAfter?: string;
+  /** The previous snapshot's id list (tables without deletion records). */
+  knownIdsFile?: string;
+  /** A read committed up to a checkpoint by an earlier run: resume it. */
+  resume?: NonNullable<ResourceState['checkpoint']>;
+  /** The directive generation a full read satisfies (approvals, migrations). */
+  forceFullSeq?: number;
+  /** "table.column" values null for lack of scope at this school. */
+  scopeMasked: string[];
+  /** The committed watermark the new one may not fall behind (null: forced or --full-refresh start afresh). */
   previousWatermark: string | null;
-  knownIdsFile?: string; // previous snapshot's ids (tables without deletion records)
+  /** Why the plan chose this mode (shown by --dry-run and progress). */
+  reason: string;
+  /** The response the plan's probe already read (school_permissions): not requested again. */
+  prefetched?: { body: unknown; serverDate?: Date };
 }
+
+/** Handed to the run's committer: list the piece in a manifest part, then advance the state. */
+export interface PieceCommit {
+  task: ManifestTask;
+  deletions: Manifest['deletions'];
+  state: (prev: ResourceState | undefined) => ResourceState;
+  /** Files no longer referenced once the state has advanced (superseded id lists). */
+  obsolete: string[];
+}
+
+export type TaskEvent =
+  | { event: 'checkpoint'; seq: number; pages: number; rows: number }
+  | { event: 'resumed'; seq: number; pages: number; rows: number }
+  | { event: 'resume_refused'; reason: string };
 
 export interface TaskEnv {
   client: ApiClient;
@@ -33,159 +55,245 @@ export interface TaskEnv {
   runId: string;
   extractedAt: string;
   perPage: number;
-  lookbackSeconds: number;
   limits: { maxRows: number; maxBytes: number };
   nextSeq: (dir: string) => number;
+  checkpoints: CheckpointPolicy;
+  commit: (piece: PieceCommit) => Promise<void>;
   onProgress?: (p: { rows: number; pages: number; bytes: number }) => void;
+  onEvent?: (e: TaskEvent) => void;
   signal?: AbortSignal;
 }
 
-export interface TaskOutcome {
-  task: ManifestTask;
-  deletions: Manifest['deletions'];
-  taskStart: Date; // server clock when the first page was answered: the next watermark
-  snapshotIdsFile?: string; // written for the next snapshot comparison
+export interface TaskResult {
+  rows: number;
+  files: number;
+  pieces: number;
+  resumed: boolean;
 }
 
-const DELETIONS_SCHEMA: TableSchema = tableSchemas(resourceByName('deletions')!)[0]!;
+/** Where a read stands: the state a checkpoint saves and a resumed read starts from. */
+interface ReadProgress {
+  snapshot: string;
+  seq: number;
+  pages: number;
+  rows: number;
+  bytes: number;
+  startedAt?: Date;
+  idsFiles: string[];
+  resumed: boolean;
+  files: number;
+}
 
-/** Reads one resource of one school and writes its tables' files. Files are committed on return. */
-export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskOutcome> {
-  const { school, spec } = plan;
-  const flattener = compileFlattener(spec);
-  const schemas = new Map<string, TableSchema>(flattener.tables.map((t) => [t.name, t]));
-  // Snapshot-detected deletions of this resource go to the deletions table.
-  if (!schemas.has('deletions')) schemas.set('deletions', DELETIONS_SCHEMA);
-  const writers = new Map<string, TableFiles>();
-  const writerFor = (table: string): TableFiles => {
-    let w = writers.get(table);
-    if (!w) {
-      const schema = schemas.get(table);
-      if (!schema) throw new Error(`flattener produced rows for undeclared table ${table}`);
-      const dir = `${table}/region=${school.region}/school_id=${school.id}`;
-      w = new TableFiles(env.sink, env.format, env.formatOptions, schema, dir, env.runId, env.nextSeq, env.limits);
-      writers.set(table, w);
-    }
-    return w;
-  };
-  const ctx = { schoolId: school.id, region: school.region, runId: env.runId, extractedAt: env.extractedAt };
-  const query: Record<string, string | number | boolean | undefined> = { ...(spec.query ?? {}) };
-  let updatedAfter: string | undefined;
-  if (plan.mode === 'incremental' && plan.previousWatermark && spec.incremental) {
-    updatedAfter = updatedAfterParam(plan.previousWatermark, env.lookbackSeconds);
-    query.updated_after = updatedAfter;
-  }
-  const path = spec.path.replace('{school_id}', school.id);
-  const reqCtx = { school: school.id, endpoint: spec.path };
-  const localStart = new Date();
-  let taskStart: Date | undefined;
-  const deletions: Manifest['deletions'] = [];
-  const seenIds =
-    plan.mode === 'full' && spec.incremental && !spec.deletionType && spec.key.length === 1 && spec.scope === 'school'
-      ? new Set<string>()
-      : undefined;
-  let rows = 0;
-  let pages = 0;
-  let bytes = 0;
-
-  const writeRecords = async (records: unknown[]) => {
-    const out = flattener.flattenBatch(records, ctx);
-    for (const [table, tableRows] of out) {
-      if (tableRows.length) await writerFor(table).write(tableRows);
-      if (table === 'deletions') collectDeletions(tableRows, school.id, deletions);
-    }
-    if (seenIds) for (const r of records) seenIds.add(String((r as Record<string, unknown>)[spec.key[0]!]));
-    rows += records.length;
-  };
-
+/**
+ * Reads one resource of one school and commits its files: at the end, and for long paginated
+ * reads also at checkpoints (every N pages or M seconds), so a killed run resumes where it was.
+ */
+export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskResult> {
+  const collectKeys = plan.mode === 'full' && snapshotComparable(plan.spec);
+  const out = new TaskOutput({ ...env, spec: plan.spec, school: plan.school, collectKeys });
+  const progress = startProgress(plan, env);
   try {
-    if (spec.scope === 'discovery') {
-      taskStart = env.client.serverNow() ?? localStart;
-      await writeRecords([school.record]);
-    } else if (spec.shape === 'object' || !spec.paginated) {
-      const { body, serverDate } = await env.client.getJson<{ data: unknown }>(path, { domain: school.domain, query, ctx: reqCtx });
-      taskStart = serverDate ?? localStart;
-      const data = body?.data;
-      await writeRecords(spec.shape === 'object' ? [data] : Array.isArray(data) ? data : []);
-      pages = 1;
-    } else {
-      const it = env.client.paginate(path, {
-        domain: school.domain,
-        query,
-        mode: 'cursor',
-        perPage: env.perPage,
-        include: spec.children?.map((c) => c.include),
-        ctx: reqCtx,
-      });
-      for await (const batch of it as AsyncGenerator<PageBatch>) {
-        env.signal?.throwIfAborted();
-        if (!taskStart) taskStart = batch.serverDate ?? localStart;
-        await writeRecords(batch.rows);
-        if (batch.last) {
-          pages += 1;
-          bytes += batch.bytes;
-        }
-        env.onProgress?.({ rows, pages, bytes });
-      }
-    }
-    taskStart ??= localStart;
-
-    let snapshotIdsFile: string | undefined;
-    if (seenIds) {
-      const detected = await detectSnapshotDeletions({
-        sink: env.sink,
-        previousIdsFile: plan.knownIdsFile,
-        seen: seenIds,
-        table: spec.name,
-        detectedAt: taskStart,
-        ctx,
-        runId: env.runId,
-      });
-      snapshotIdsFile = detected.idsFile;
-      if (detected.rows.length) {
-        await writerFor('deletions').write(detected.rows);
-        collectDeletions(detected.rows, school.id, deletions);
-      }
-    }
-
-    const files: ManifestFile[] = [];
-    for (const w of writers.values()) files.push(...(await w.finish()));
-    const rowCounts: Record<string, number> = {};
-    for (const [t, w] of writers) rowCounts[t] = w.rows;
-    const drift: Record<string, string[]> = {};
-    for (const [t, fields] of flattener.drift()) if (fields.size) drift[t] = [...fields].sort();
-    return {
-      task: {
-        school_id: school.id,
-        region: school.region,
-        resource: spec.name,
-        status: 'committed',
-        mode: updatedAfter ? 'incremental' : 'full',
-        ...(updatedAfter ? { updated_after: updatedAfter } : {}),
-        files,
-        rows: rowCounts,
-        ...(Object.keys(drift).length ? { drift_fields: drift } : {}),
-      },
-      deletions,
-      taskStart,
-      snapshotIdsFile,
-    };
+    const localStart = new Date();
+    const serverStart = await readAll(plan, env, out, progress);
+    progress.startedAt ??= serverStart ?? localStart;
+    await commitFinal(plan, env, out, progress);
+    return { rows: progress.rows, files: progress.files, pieces: progress.seq, resumed: progress.resumed };
   } catch (e) {
-    await Promise.allSettled([...writers.values()].map((w) => w.abort()));
+    await out.abort();
     throw e;
   }
 }
 
-/** Deletions also go into the run manifest, so a reader can act on them without the files. */
-function collectDeletions(rows: Row[], schoolId: string, out: Manifest['deletions']): void {
-  for (const r of rows) {
-    out.push({
-      school_id: schoolId,
-      type: String(r.type),
-      id: String(r.id),
-      deleted_at: (r.deleted_at as string | null) ?? null,
-      restored_at: (r.restored_at as string | null) ?? null,
-      detected_by: r.detected_by === 'snapshot' ? 'snapshot' : 'api',
-    });
+/** Full reads of school lists keyed by one id, in tables the service keeps no deletion records for. */
+function snapshotComparable(spec: ResourceSpec): boolean {
+  return spec.incremental && !spec.deletionType && spec.key.length === 1 && spec.scope === 'school';
+}
+
+function startProgress(plan: TaskPlan, env: TaskEnv): ReadProgress {
+  const r = plan.resume;
+  if (!r) return { snapshot: env.runId, seq: 0, pages: 0, rows: 0, bytes: 0, idsFiles: [], resumed: false, files: 0 };
+  return {
+    snapshot: r.snapshot,
+    seq: r.seq,
+    pages: r.pages,
+    rows: r.rows,
+    bytes: 0,
+    startedAt: new Date(r.started_at),
+    idsFiles: [...(r.ids_files ?? [])],
+    resumed: true,
+    files: 0,
+  };
+}
+
+/** Reads every page (or the one object) and returns the server's clock at the first answer. */
+async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<Date | undefined> {
+  const { spec, school } = plan;
+  if (spec.scope === 'discovery') {
+    await out.writeRecords([school.record]);
+    progress.rows += 1;
+    return env.client.serverNow();
   }
+  const path = spec.path.replace('{school_id}', school.id);
+  const query: Record<string, string | number | boolean | undefined> = { ...(spec.query ?? {}), updated_after: plan.updatedAfter };
+  const ctx = { school: school.id, endpoint: spec.path };
+  if (spec.shape === 'object' || !spec.paginated) {
+    const { body, serverDate } = (plan.prefetched ?? (await env.client.getJson(path, { domain: school.domain, query, ctx }))) as {
+      body: { data?: unknown } | undefined;
+      serverDate?: Date;
+    };
+    const data = body?.data;
+    const records = spec.shape === 'object' ? [data] : Array.isArray(data) ? data : [];
+    await out.writeRecords(records);
+    progress.rows += records.length;
+    progress.pages = 1;
+    return serverDate;
+  }
+  return readPages(plan, env, out, progress, { path, query, ctx });
+}
+
+async function readPages(
+  plan: TaskPlan,
+  env: TaskEnv,
+  out: TaskOutput,
+  progress: ReadProgress,
+  req: { path: string; query: Record<string, string | number | boolean | undefined>; ctx: { school: string; endpoint: string } },
+): Promise<Date | undefined> {
+  let from = plan.resume?.next_url;
+  if (plan.resume) env.onEvent?.({ event: 'resumed', seq: progress.seq, pages: progress.pages, rows: progress.rows });
+  let serverStart: Date | undefined;
+  const timer = env.checkpoints.start(progress.pages);
+  const pages = (): AsyncGenerator<PageBatch> =>
+    env.client.paginate(req.path, {
+      domain: plan.school.domain,
+      query: req.query,
+      mode: 'cursor',
+      perPage: env.perPage,
+      include: plan.spec.children?.map((c) => c.include),
+      ctx: req.ctx,
+      ...(from ? { from } : {}),
+    });
+  let it = pages();
+  for (let first = true; ; first = false) {
+    let r: IteratorResult<PageBatch>;
+    try {
+      r = await it.next();
+    } catch (e) {
+      if (!(first && from && isRefusedCursor(e))) throw e;
+      // The saved cursor expired or was invalidated: read again from page 1, as a new snapshot.
+      env.onEvent?.({ event: 'resume_refused', reason: (e as Error).message });
+      Object.assign(progress, { snapshot: env.runId, seq: 0, pages: 0, rows: 0, startedAt: undefined, idsFiles: [], resumed: false });
+      from = undefined;
+      timer.reset(0);
+      it = pages();
+      continue;
+    }
+    if (r.done) return serverStart;
+    const batch = r.value;
+    env.signal?.throwIfAborted();
+    serverStart ??= batch.serverDate;
+    await out.writeRecords(batch.rows);
+    progress.rows += batch.rows.length;
+    if (!batch.last) continue;
+    progress.pages += 1;
+    progress.bytes += batch.bytes;
+    env.onProgress?.({ rows: progress.rows, pages: progress.pages, bytes: progress.bytes });
+    if (batch.next && timer.due(progress.pages)) {
+      progress.startedAt ??= serverStart ?? new Date();
+      await commitCheckpoint(plan, env, out, progress, batch.next);
+      timer.reset(progress.pages);
+    }
+  }
+}
+
+/** 400 on the first page of a resumed walk: the service no longer accepts the saved cursor. */
+function isRefusedCursor(e: unknown): boolean {
+  return e instanceof ApiError && e.status === 400;
+}
+
+function pieceTask(
+  plan: TaskPlan,
+  piece: CommittedPiece,
+  progress: ReadProgress,
+  final: boolean,
+  drift: Record<string, string[]>,
+): ManifestTask {
+  const split = progress.seq > 0 || !final;
+  return {
+    school_id: plan.school.id,
+    region: plan.school.region,
+    resource: plan.spec.name,
+    status: 'committed',
+    mode: plan.updatedAfter ? 'incremental' : 'full',
+    ...(plan.updatedAfter ? { updated_after: plan.updatedAfter } : {}),
+    files: piece.files,
+    rows: piece.rows,
+    ...(Object.keys(drift).length ? { drift_fields: drift } : {}),
+    ...(split ? { checkpoint: { snapshot: progress.snapshot, seq: progress.seq + 1, final } } : {}),
+    ...(plan.scopeMasked.length ? { scope_masked: byTable(plan.scopeMasked) } : {}),
+  };
+}
+
+async function commitCheckpoint(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress, nextUrl: string): Promise<void> {
+  const piece = await out.commit();
+  if (out.keys) {
+    const chunk = await writeKeyChunk(env.sink, plan, progress.snapshot, progress.seq + 1, out.keys);
+    out.keys.clear();
+    progress.idsFiles.push(chunk);
+  }
+  const task = pieceTask(plan, piece, progress, false, out.drift());
+  const checkpoint: NonNullable<ResourceState['checkpoint']> = {
+    snapshot: progress.snapshot,
+    seq: progress.seq + 1,
+    next_url: nextUrl,
+    pages: progress.pages,
+    rows: progress.rows,
+    started_at: progress.startedAt!.toISOString(),
+    ...(plan.updatedAfter ? { updated_after: plan.updatedAfter } : {}),
+    ...(progress.idsFiles.length ? { ids_files: [...progress.idsFiles] } : {}),
+  };
+  await env.commit({ task, deletions: piece.deletions, state: (prev) => checkpointResource(prev, checkpoint), obsolete: [] });
+  progress.seq += 1;
+  progress.files += piece.files.length;
+  env.onEvent?.({ event: 'checkpoint', seq: progress.seq, pages: progress.pages, rows: progress.rows });
+}
+
+async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<void> {
+  let snapshotIdsFile: string | undefined;
+  const obsolete: string[] = [];
+  if (out.keys) {
+    const snap = await finishSnapshot({
+      sink: env.sink,
+      plan,
+      output: out,
+      chunks: progress.idsFiles,
+      detectedAt: progress.startedAt!,
+      runId: env.runId,
+    });
+    snapshotIdsFile = snap.idsFile;
+    obsolete.push(...progress.idsFiles, ...(plan.knownIdsFile && plan.knownIdsFile !== snap.idsFile ? [plan.knownIdsFile] : []));
+  }
+  const piece = await out.commit();
+  const watermark = nextWatermark(plan.previousWatermark, progress.startedAt!);
+  const task = { ...pieceTask(plan, piece, progress, true, out.drift()), watermark };
+  const read = {
+    runId: env.runId,
+    mode: task.mode,
+    taskStart: progress.startedAt!,
+    watermark,
+    snapshotIdsFile,
+    forceFullSeq: plan.forceFullSeq,
+    scopeMasked: plan.scopeMasked,
+  };
+  await env.commit({ task, deletions: piece.deletions, state: (prev) => promoteResource(prev, read), obsolete });
+  progress.seq += 1;
+  progress.files += piece.files.length;
+}
+
+function byTable(columns: string[]): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const c of columns) {
+    const dot = c.indexOf('.');
+    (out[c.slice(0, dot)] ??= []).push(c.slice(dot + 1));
+  }
+  return out;
 }

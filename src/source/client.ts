@@ -29,6 +29,8 @@ export type ClientEvent =
 
 export interface PageBatch {
   rows: unknown[];
+  /** On a page's last batch, when another page follows: its path and query (what a checkpoint saves). */
+  next?: string;
   page: number;
   last: boolean;
   final: boolean;
@@ -149,17 +151,49 @@ export class ApiClient {
 
   async *paginate(
     path: string,
-    o: { domain?: string; query?: Query; mode?: PaginationMode; perPage?: number; include?: string[]; ctx?: RequestContext },
+    o: {
+      domain?: string;
+      query?: Query;
+      mode?: PaginationMode;
+      perPage?: number;
+      include?: string[];
+      ctx?: RequestContext;
+      /** Start at this page (path and query, as a PageBatch's `next` gave it) instead of the first. */
+      from?: string;
+    },
   ): AsyncGenerator<PageBatch> {
     const mode = o.mode ?? 'cursor';
     const query: Query = { ...o.query, per_page: o.perPage ?? 1000 };
     if (mode === 'cursor') query.cursor = true;
     if (o.include && o.include.length > 0) query.include = o.include.join(',');
-    const url = this.url(path, o.domain, query);
+    const url = o.from === undefined ? this.url(path, o.domain, query) : this.resumeUrl(o.from, o.domain);
     const links = new PageLinks(url, where('GET', describeUrl(url), o.ctx));
-    for await (const { batch: b, page, final } of walkPages(url, links, (u, signal) => this.pageWithRetries(u, o.ctx, signal))) {
-      yield { rows: b.rows, page, last: b.last, final, bytes: b.bytes, meta: b.meta, serverDate: b.serverDate };
+    for await (const { batch: b, page, final, next } of walkPages(url, links, (u, signal) => this.pageWithRetries(u, o.ctx, signal))) {
+      const nextPage = next ? `${next.pathname}${next.search}` : undefined;
+      yield {
+        rows: b.rows,
+        page,
+        last: b.last,
+        final,
+        bytes: b.bytes,
+        meta: b.meta,
+        serverDate: b.serverDate,
+        ...(nextPage ? { next: nextPage } : {}),
+      };
     }
+  }
+
+  /** A saved page (path and query) at the school's domain as configured now, never elsewhere. */
+  private resumeUrl(pathAndQuery: string, domain: string | undefined): URL {
+    const origin = new URL(this.domains.baseFor(domain)).origin;
+    const url = new URL(pathAndQuery, origin);
+    if (url.origin !== origin || !SAFE_PATH.test(url.pathname) || url.pathname.includes('..')) {
+      throw new ExportError(
+        'E_STATE',
+        `refusing to resume from a saved page ${JSON.stringify(pathAndQuery.slice(0, 100))}: not a path of the API`,
+      );
+    }
+    return url;
   }
 
   /** One page, retried as a whole; rows a cut-short attempt already yielded are skipped on the next. */

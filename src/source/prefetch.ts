@@ -25,7 +25,7 @@ export async function* walkPages<B extends { last: boolean; meta?: { pagination?
   first: URL,
   links: PageLinks,
   open: (url: URL, signal: AbortSignal) => AsyncGenerator<B>,
-): AsyncGenerator<{ batch: B; page: number; final: boolean }> {
+): AsyncGenerator<{ batch: B; page: number; final: boolean; next?: URL }> {
   let url = first;
   let current: StartedPage<B> = startPage((s) => open(url, s));
   let ahead: StartedPage<B> | undefined;
@@ -43,7 +43,7 @@ export async function* walkPages<B extends { last: boolean; meta?: { pagination?
             ahead = startPage((s) => open(target, s));
           }
         }
-        yield { batch, page, final: batch.last && !next };
+        yield { batch, page, final: batch.last && !next, ...(batch.last && next ? { next } : {}) };
         r = await current.gen.next();
       }
       if (!next || !ahead) return;

@@ -88,7 +88,8 @@ async function applySchoolEvent(sink: Sink, e: SchoolEvent, id: string, now: Dat
     case 'accessDeclined': {
       const reason = e.payload_type === 'accessRevoked' ? e.revoke_reason : e.decline_reason;
       // runs print `event` when they skip the school: the type, and enough of the id to find its record
-      d.deactivated = { reason, at, event: `${e.payload_type} ${id.slice(0, 12)}` };
+      // `purge` tells a run already reading the school to keep nothing of it (see pipeline/task-commit.ts)
+      d.deactivated = { reason, at, event: `${e.payload_type} ${id.slice(0, 12)}`, ...(opts.purgeOnRevoke ? { purge: true } : {}) };
       out.actions.push('deactivated');
       // the school's token no longer grants anything; a credential we cannot use is not kept.
       // Only our own file is removed, never a path read back from the (shared) destination.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { ApiClient } from '../../src/source/client.ts';
-import { updatedAfterParam } from '../../src/pipeline/watermark.ts';
+import { updatedAfterParam } from '../../src/manifest/state.ts';
 import { convertDatetime } from '../../src/flatten/index.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextWatermark, snapshotDue, updatedAfterParam } from '../../src/pipeline/watermark.ts';
+import { nextWatermark, snapshotDue, updatedAfterParam } from '../../src/manifest/state.ts';
 import { shardOf } from '../../src/pipeline/shard.ts';
 import { newRunId, RUN_ID_RE } from '../../src/manifest/run-id.ts';
 

@@ -1,0 +1,85 @@
+/**
+ * Pure rules for a school's committed state (like the Singer SDK's state helpers): what the next
+ * run asks for, and what a finished task promotes. No I/O here; state-store.ts reads and writes.
+ *
+ * Watermarks. The spec does not say in which time zone the service reads updated_after, so we
+ * send the watermark as a naive UTC time ("YYYY-MM-DD HH:MM:SS") minus a lookback. Read as UTC,
+ * the window starts exactly `lookback` early; read as Europe/London (the service's home), the same
+ * text names an instant up to one hour EARLIER, so the window only grows. Either way no change is
+ * missed; the overlap produces duplicates that loaders resolve by (school, id, updated_at).
+ *
+ * The watermark itself is the server's clock when the task's first page was answered (its Date
+ * header), never the largest updated_at seen: a cursor walk in id order can pass a row before it
+ * changes, so only "everything changed before the walk began" is known to be complete. A read
+ * resumed from a checkpoint keeps the start of its FIRST attempt.
+ */
+import type { ResourceState, SchoolState } from './types.ts';
+
+export function emptyState(schoolId: string, region: string): SchoolState {
+  return { version: 1, school_id: schoolId, region, resources: {} };
+}
+
+export function updatedAfterParam(watermarkIso: string, lookbackSeconds: number): string {
+  const t = Date.parse(watermarkIso) - lookbackSeconds * 1000;
+  return new Date(t).toISOString().slice(0, 19).replace('T', ' ');
+}
+
+/** The new watermark: the task's start on the server's clock, never moving backwards. */
+export function nextWatermark(previous: string | null | undefined, taskStart: Date): string {
+  const start = new Date(Math.floor(taskStart.getTime() / 1000) * 1000).toISOString();
+  if (previous && Date.parse(previous) > Date.parse(start)) return previous;
+  return start;
+}
+
+/**
+ * Tables without deletion records get a full snapshot when the last one is this old. 0 means
+ * never (documented): deletions in such a table then stay in the warehouse until a full refresh.
+ */
+export function snapshotDue(lastFullAt: string | null | undefined, everyHours: number, now: Date): boolean {
+  if (!lastFullAt) return true;
+  if (everyHours <= 0) return false;
+  return now.getTime() - Date.parse(lastFullAt) >= everyHours * 3600_000;
+}
+
+/** What a committed (final) task promotes into its resource's state. */
+export interface CommittedRead {
+  runId: string;
+  mode: 'full' | 'incremental';
+  /** Server time at the start of the read (its first attempt, when resumed). */
+  taskStart: Date;
+  /** nextWatermark(the watermark the plan started from, taskStart): also written in the manifest. */
+  watermark: string;
+  /** Id list written for the next snapshot comparison, if any. */
+  snapshotIdsFile?: string;
+  /** The directive generation this read satisfies (migrations, approvals), if any. */
+  forceFullSeq?: number;
+  /** "table.column" values that were null for lack of scope. */
+  scopeMasked: string[];
+}
+
+export function promoteResource(prev: ResourceState | undefined, read: CommittedRead): ResourceState {
+  const next: ResourceState = {
+    watermark: read.watermark,
+    last_run_id: read.runId,
+    last_full_at: read.mode === 'full' ? read.taskStart.toISOString() : (prev?.last_full_at ?? null),
+  };
+  const ids = read.snapshotIdsFile ?? prev?.known_ids_file;
+  if (ids) next.known_ids_file = ids;
+  const seq = read.forceFullSeq ?? prev?.applied_force_full_seq;
+  if (seq !== undefined) next.applied_force_full_seq = seq;
+  if (read.scopeMasked.length) next.scope_masked = [...read.scopeMasked].sort();
+  return next;
+}
+
+const NOTHING_YET: ResourceState = { watermark: null, last_run_id: null, last_full_at: null };
+
+/** A checkpoint keeps the committed watermark as it was and records where the read stands. */
+export function checkpointResource(prev: ResourceState | undefined, checkpoint: NonNullable<ResourceState['checkpoint']>): ResourceState {
+  return { ...NOTHING_YET, ...prev, checkpoint };
+}
+
+/** A read that must start again from page 1 (its cursor was refused, or a migration changed ids). */
+export function dropCheckpoint(prev: ResourceState): ResourceState {
+  const { checkpoint: _dropped, ...rest } = prev;
+  return rest;
+}

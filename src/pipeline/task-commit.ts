@@ -1,0 +1,65 @@
+import { ExportError } from '../errors.ts';
+import type { Committer } from '../manifest/committer.ts';
+import { readDirective, statePath, updateState } from '../manifest/state-store.ts';
+import type { Sink } from '../sink/types.ts';
+import type { PieceCommit } from './task.ts';
+import type { SchoolRef } from './task-output.ts';
+
+/**
+ * Commits one piece of a task (its files are durable already): listed in a manifest part, then
+ * the school's state advances. A school whose access was revoked meanwhile keeps nothing: its
+ * directive is read before the piece is listed (nothing is listed, the files go) and again after
+ * the state was written (what this piece wrote goes again). The second read closes the race with
+ * a purge that ran between the two: the receiver writes the directive before it lists the files
+ * it removes, so either the purge saw our files or we see its directive.
+ */
+export async function commitPiece(
+  o: { sink: Sink; committer: Committer; school: SchoolRef; resource: string },
+  piece: PieceCommit,
+): Promise<void> {
+  const { sink, school } = o;
+  const written = piece.task.files.map((f) => f.path);
+  await refuseIfRevoked(o, written, false);
+  await o.committer.commit({
+    task: piece.task,
+    deletions: piece.deletions,
+    promote: async () => {
+      await updateState(sink, school.region, school.id, (s) => {
+        s.resources[o.resource] = piece.state(s.resources[o.resource]);
+      });
+      // What the new state no longer references (superseded id lists) would only grow the destination.
+      if (piece.obsolete.length) await sink.remove(piece.obsolete).catch(() => undefined);
+    },
+  });
+  try {
+    await refuseIfRevoked(o, written, true);
+  } catch (e) {
+    o.committer.retract(piece.task, e as ExportError);
+    throw e;
+  }
+}
+
+async function refuseIfRevoked(
+  o: { sink: Sink; school: SchoolRef; resource: string },
+  written: string[],
+  afterState: boolean,
+): Promise<void> {
+  const directive = await readDirective(o.sink, o.school.id);
+  const off = directive?.deactivated;
+  const purge = off?.purge === true;
+  // Committed before the revocation without a purge: kept, like the school's earlier data.
+  if (!off || (afterState && !purge)) return;
+  await o.sink.remove(written);
+  // With a purge, nothing of the school may outlive this run: its state and id lists go too.
+  if (purge && afterState) await removeSchoolState(o.sink, o.school);
+  const what = purge ? 'its data was purged' : 'this task was not committed';
+  throw new ExportError('E_PURGED', `school ${o.school.id}: access ${off.event} while the run was reading it; ${what}`, {
+    school: o.school.id,
+    resource: o.resource,
+  });
+}
+
+async function removeSchoolState(sink: Sink, school: SchoolRef): Promise<void> {
+  const ids = await sink.list(`_state/ids/region=${school.region}/school_id=${school.id}/`);
+  await sink.remove([...ids, statePath(school.region, school.id)]);
+}

@@ -1,0 +1,136 @@
+import { compileFlattener, type Flattener } from '../flatten/index.ts';
+import type { Format, FormatOptions } from '../format/types.ts';
+import type { Manifest, ManifestFile } from '../manifest/types.ts';
+import { resourceByName, tableSchemas } from '../resources/index.ts';
+import type { ResourceSpec } from '../resources/types.ts';
+import type { Sink } from '../sink/types.ts';
+import type { Row, TableSchema } from '../table.ts';
+import { TableFiles } from './table-files.ts';
+
+/** The school a task reads, as discovery found it. */
+export interface SchoolRef {
+  id: string;
+  region: string;
+  domain?: string;
+  record: unknown; // the school object from discovery
+}
+
+export interface TaskOutputOptions {
+  spec: ResourceSpec;
+  school: SchoolRef;
+  sink: Sink;
+  format: Format;
+  formatOptions: FormatOptions;
+  runId: string;
+  extractedAt: string;
+  limits: { maxRows: number; maxBytes: number };
+  nextSeq: (dir: string) => number;
+  /** Collect the key values written (tables whose deletions are detected by comparing snapshots). */
+  collectKeys: boolean;
+}
+
+/** What was committed since the previous commit of the same task (one manifest entry). */
+export interface CommittedPiece {
+  files: ManifestFile[];
+  rows: Record<string, number>;
+  deletions: Manifest['deletions'];
+}
+
+const DELETIONS_SCHEMA: TableSchema = tableSchemas(resourceByName('deletions')!)[0]!;
+
+/**
+ * The seam where one task's records become files: flatten per resource, one TableFiles per table,
+ * deletions and key values collected on the way. commit() makes what was written durable (at the
+ * end of the task, or at a checkpoint) and can be called again; abort() discards what was not.
+ * Everything here runs per page; nothing per row beyond the flattener's and writers' own work.
+ */
+export class TaskOutput {
+  private readonly flattener: Flattener;
+  private readonly schemas: Map<string, TableSchema>;
+  private readonly files = new Map<string, TableFiles>();
+  private readonly ctx: { schoolId: string; region: string; runId: string; extractedAt: string };
+  private pendingDeletions: Manifest['deletions'] = [];
+  /** Key values written in this task (when collectKeys), for snapshot comparison. */
+  readonly keys: Set<string> | undefined;
+  /** Records handed in since the task began. */
+  records = 0;
+
+  constructor(private readonly o: TaskOutputOptions) {
+    this.flattener = compileFlattener(o.spec);
+    this.schemas = new Map(this.flattener.tables.map((t) => [t.name, t]));
+    // Snapshot-detected deletions of this resource go to the deletions table.
+    if (!this.schemas.has('deletions')) this.schemas.set('deletions', DELETIONS_SCHEMA);
+    this.ctx = { schoolId: o.school.id, region: o.school.region, runId: o.runId, extractedAt: o.extractedAt };
+    this.keys = o.collectKeys ? new Set<string>() : undefined;
+  }
+
+  get metaContext(): { schoolId: string; region: string; runId: string; extractedAt: string } {
+    return this.ctx;
+  }
+
+  async writeRecords(records: readonly unknown[]): Promise<void> {
+    const tables = this.flattener.flattenBatch(records, this.ctx);
+    for (const [table, rows] of tables) await this.writeRows(table, rows);
+    if (this.keys) {
+      const key = this.o.spec.key[0]!;
+      for (const r of tables.get(this.o.spec.name) ?? []) this.keys.add(String(r[key]));
+    }
+    this.records += records.length;
+  }
+
+  /** Rows of one table (also derived ones, such as snapshot-detected deletions). */
+  async writeRows(table: string, rows: Row[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.filesFor(table).write(rows);
+    if (table === 'deletions') collectDeletions(rows, this.o.school.id, this.pendingDeletions);
+  }
+
+  /** Makes every file written since the previous commit durable and returns them. */
+  async commit(): Promise<CommittedPiece> {
+    const files: ManifestFile[] = [];
+    for (const f of this.files.values()) files.push(...(await f.commit()));
+    const rows: Record<string, number> = {};
+    for (const f of files) rows[f.table] = (rows[f.table] ?? 0) + f.rows;
+    const deletions = this.pendingDeletions;
+    this.pendingDeletions = [];
+    return { files, rows, deletions };
+  }
+
+  async abort(): Promise<void> {
+    await Promise.allSettled([...this.files.values()].map((f) => f.abort()));
+  }
+
+  /** Undeclared fields seen so far, per table. */
+  drift(): Record<string, string[]> {
+    const out: Record<string, string[]> = {};
+    for (const [t, fields] of this.flattener.drift()) if (fields.size) out[t] = [...fields].sort();
+    return out;
+  }
+
+  private filesFor(table: string): TableFiles {
+    let f = this.files.get(table);
+    if (!f) {
+      const schema = this.schemas.get(table);
+      if (!schema) throw new Error(`flattener produced rows for undeclared table ${table}`);
+      const { sink, format, formatOptions, runId, nextSeq, limits } = this.o;
+      const dir = `${table}/region=${this.o.school.region}/school_id=${this.o.school.id}`;
+      f = new TableFiles({ sink, format, formatOptions, schema, dir, runId, nextSeq, limits });
+      this.files.set(table, f);
+    }
+    return f;
+  }
+}
+
+/** Deletions also go into the run manifest, so a reader can act on them without the files. */
+function collectDeletions(rows: Row[], schoolId: string, out: Manifest['deletions']): void {
+  for (const r of rows) {
+    out.push({
+      school_id: schoolId,
+      type: String(r.type),
+      id: String(r.id),
+      deleted_at: (r.deleted_at as string | null) ?? null,
+      restored_at: (r.restored_at as string | null) ?? null,
+      detected_by: r.detected_by === 'snapshot' ? 'snapshot' : 'api',
+    });
+  }
+}
