@@ -112,7 +112,12 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     dest: c.dest ?? DEFAULTS.dest,
     s3: { endpoint: c.s3_endpoint, region: c.s3_region, checksumWhenRequired: c.s3_checksum_when_required },
     format: c.format ?? DEFAULTS.format,
-    formatOptions: { gzip: c.gzip ?? false, csvFormulaGuard: c.csv_formula_guard ?? false, rowGroupRows: c.row_group_rows, parquetWriter: c.parquet_writer },
+    formatOptions: {
+      gzip: c.gzip ?? false,
+      csvFormulaGuard: c.csv_formula_guard ?? false,
+      rowGroupRows: c.row_group_rows,
+      parquetWriter: c.parquet_writer,
+    },
     workers: c.workers,
     maxFileRows: c.max_file_rows ?? DEFAULTS.maxFileRows,
     maxFileBytes: c.max_file_bytes ?? DEFAULTS.maxFileBytes,

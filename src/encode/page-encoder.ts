@@ -18,6 +18,7 @@ import { appendValue, parquetColumns } from '../format/parquet/writer.ts';
 import type { FormatOptions } from '../format/types.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import { EXTRA_COLUMN, type Row, type TableSchema } from '../table.ts';
+import { CONVERTERS, MISMATCH } from '../flatten/convert.ts';
 import { ChildMemo } from './child-memo.ts';
 import { ColumnsOut, TextOut } from './outputs.ts';
 import { compileRecordEncoder, type ColumnRecordEncoder, type EncoderKind, type TextRecordEncoder } from './record-code.ts';
@@ -26,6 +27,10 @@ export interface EncodedPage {
   /** Every table of the resource that got rows from this page, parent first. */
   tables: { table: string; chunk: EncodedChunk }[];
   records: number;
+  /** The parent rows' key values as written (String of the column value), when asked for. */
+  keys?: string[];
+  /** Undeclared columns first seen on this page, per table (the task's drift grows by these). */
+  drift?: [string, string[]][];
 }
 
 export interface PageEncoderOptions {
@@ -36,14 +41,16 @@ export interface PageEncoderOptions {
 }
 
 /**
- * Whether pages of this resource can be encoded here rather than as rows: not for gzip NDJSON
- * (the gzip stream needs the writer), parquetjs-lite (it takes rows), resources that reshape
- * records first (`prepare`) or whose rows the pipeline reads back (deletions).
+ * Whether pages of this resource can be encoded here rather than as rows: not for parquetjs-lite
+ * (it takes rows), resources that reshape records first (`prepare`), whose rows the pipeline
+ * reads back (deletions) or whose key is not a declared top-level scalar (snapshot id lists).
  */
 export function canEncode(spec: ResourceSpec, format: string, opts: FormatOptions): format is EncoderKind {
   if (format !== 'ndjson' && format !== 'csv' && format !== 'parquet') return false;
   if (format === 'parquet' && opts.parquetWriter === 'parquetjs-lite') return false;
-  return spec.prepare === undefined && spec.name !== 'deletions';
+  // snapshot id lists need the key's text as the flattened row has it: a declared top-level scalar
+  const key = spec.key.length === 1 ? spec.fields.find((f) => f.path === spec.key[0]) : undefined;
+  return spec.prepare === undefined && spec.name !== 'deletions' && key !== undefined && key.type !== 'datetime';
 }
 
 /** Compiled once per resource and format; `forTask` is cheap. */
@@ -98,7 +105,13 @@ export class PageEncoder {
     return this.flattener.drift();
   }
 
-  encode(records: readonly unknown[]): EncodedPage {
+  /**
+   * Encodes one page. With `keyField`, also the key column's value of each parent row as text,
+   * exactly as the reference path reads it from the flattened row (String of the converted value).
+   */
+  encode(records: readonly unknown[], keyField?: string): EncodedPage {
+    const keys: string[] | undefined = keyField === undefined ? undefined : [];
+    const keyConv = keyField === undefined ? undefined : keyConverter(this.spec, keyField);
     const parent = this.tables[0]!;
     const children = this.spec.children ?? [];
     const text = this.format !== 'parquet';
@@ -116,9 +129,11 @@ export class PageEncoder {
         if (ok) out.rows++;
       }
       if (!ok) {
-        this.reference(rec);
+        const row = this.reference(rec);
+        keys?.push(String(row[keyField!]));
         continue;
       }
+      keys?.push(keyConv!(rec[keyField!]));
       if (children.length === 0) continue;
       const parentId = parentIdOf(rec);
       for (let i = 0; i < children.length; i++) {
@@ -131,14 +146,46 @@ export class PageEncoder {
     }
     const tables: EncodedPage['tables'] = [];
     for (const t of this.tables) if (t.out.rows > 0) tables.push({ table: t.schema.name, chunk: t.out.take() });
-    return { tables, records: records.length };
+    const page: EncodedPage = { tables, records: records.length };
+    if (keys) page.keys = keys;
+    const drift = this.newDrift();
+    if (drift.length) page.drift = drift;
+    return page;
   }
 
-  /** The reference path for one record: flatten, then each table's own row encoder. */
-  private reference(rec: unknown): void {
+  private readonly driftSent = new Map<string, number>();
+
+  /** Drift names added since the last call (Sets keep insertion order). */
+  private newDrift(): [string, string[]][] {
+    const out: [string, string[]][] = [];
+    for (const [table, names] of this.flattener.drift()) {
+      const sent = this.driftSent.get(table) ?? 0;
+      if (names.size > sent) {
+        out.push([table, [...names].slice(sent)]);
+        this.driftSent.set(table, names.size);
+      }
+    }
+    return out;
+  }
+
+  /** The reference path for one record: flatten, then each table's own row encoder. Returns the parent row. */
+  private reference(rec: unknown): Row {
     const rows = this.flattener.flattenBatch([rec], this.ctx);
     for (const t of this.tables) for (const row of rows.get(t.schema.name) ?? []) t.row(row);
+    return rows.get(this.spec.name)![0]!;
   }
+}
+
+/** The key column's text from a raw value, as String(row[key]) of the reference flattener's row. */
+function keyConverter(spec: ResourceSpec, keyField: string): (v: unknown) => string {
+  const field = spec.fields.find((f) => f.path === keyField && f.type !== 'datetime');
+  if (!field) throw new Error(`encode: key ${spec.name}.${keyField} must be a declared top-level scalar field`);
+  const conv = CONVERTERS[field.type as Exclude<typeof field.type, 'datetime'>];
+  return (v) => {
+    if (v === undefined || v === null) return 'null';
+    const c = conv(v);
+    return c === MISMATCH ? 'null' : String(c);
+  };
 }
 
 /** The metadata columns' values for a task, as the flattener writes them. */

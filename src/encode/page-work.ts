@@ -29,15 +29,10 @@ export function parsePage(body: Uint8Array, gzip: boolean): ParsedPage {
   return { rows: b.rows, meta: b.meta, bytes: b.bytes };
 }
 
-export interface PageResult extends EncodedPage {
-  /** values of the key column of each record, as the pipeline's snapshot id lists take them */
-  keys?: string[];
-}
+export type PageResult = EncodedPage;
 
 export function encodeParsed(encoder: PageEncoder, page: ParsedPage, keyField: string | undefined): PageResult {
-  const out: PageResult = encoder.encode(page.rows);
-  if (keyField !== undefined) out.keys = page.rows.map((r) => String((r as Record<string, unknown>)[keyField]));
-  return out;
+  return encoder.encode(page.rows, keyField);
 }
 
 export interface WireError extends ErrorContext {

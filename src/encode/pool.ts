@@ -194,8 +194,10 @@ class PoolWorker {
 
 class WorkerPool implements Encoding {
   readonly workers: number;
-  private readonly pool: PoolWorker[];
+  private pool: PoolWorker[] = [];
   private readonly max: number;
+  private readonly heapMb: number;
+  private readonly settled: () => void;
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
   private nextTask = 1;
@@ -204,11 +206,11 @@ class WorkerPool implements Encoding {
   constructor(o: EncodingOptions) {
     this.workers = o.workers;
     this.max = Math.max(1, o.maxPagesInFlight ?? 2 * o.workers);
-    const settled = () => {
+    this.heapMb = o.workerHeapMb ?? 96;
+    this.settled = () => {
       this.inFlight--;
       this.waiting.shift()?.();
     };
-    this.pool = Array.from({ length: o.workers }, () => new PoolWorker(o.workerHeapMb ?? 96, settled));
   }
 
   private async slot(): Promise<void> {
@@ -221,6 +223,8 @@ class WorkerPool implements Encoding {
   }
 
   openTask(setup: TaskSetup): TaskEncoding {
+    // threads start with the first task that needs them: a run with none starts none
+    if (this.pool.length === 0) this.pool = Array.from({ length: this.workers }, () => new PoolWorker(this.heapMb, this.settled));
     // pinned to the least busy worker for its whole life: its drift and memo live there
     const w = this.pool.reduce((a, b) => (b.tasks < a.tasks || (b.tasks === a.tasks && b.pages.size < a.pages.size) ? b : a));
     const task = this.nextTask++;
@@ -258,6 +262,8 @@ class WorkerPool implements Encoding {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.pool.map((w) => w.worker.terminate()));
+    const all = this.pool;
+    this.pool = [];
+    await Promise.all(all.map((w) => w.worker.terminate()));
   }
 }

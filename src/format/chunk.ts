@@ -33,7 +33,8 @@ export type EncodedChunk = TextChunk | ColumnsChunk;
 
 /** Rows [from, to) of a chunk (views, no copy of text bytes). */
 export function sliceChunk(chunk: EncodedChunk, from: number, to: number): EncodedChunk {
-  if (from === 0 && to >= chunk.rows) return chunk;
+  to = Math.min(to, chunk.rows);
+  if (from === 0 && to === chunk.rows) return chunk;
   if (chunk.kind === 'text') {
     const start = from === 0 ? 0 : chunk.ends[from - 1]!;
     const ends = chunk.ends.slice(from, to);

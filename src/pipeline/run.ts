@@ -1,3 +1,4 @@
+import { createEncoding, defaultWorkers, type Encoding } from '../encode/pool.ts';
 import pLimit from 'p-limit';
 import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
@@ -32,6 +33,8 @@ interface RunIo {
   client: ApiClient;
   sink: Sink;
   reporter: Reporter;
+  /** Where pages' CPU work runs (worker threads, or this thread with --workers 0). */
+  encoding: Encoding;
 }
 
 /** One run's identity and bookkeeping, shared by its tasks. */
@@ -61,6 +64,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   const requests = { count: 0 };
   let client: ApiClient | undefined;
   let sink: Sink | undefined;
+  const encoding = createEncoding({ workers: cfg.workers ?? defaultWorkers() });
   try {
     sink = await openSink(cfg.dest, {
       s3: { endpoint: cfg.s3.endpoint, region: cfg.s3.region, checksumWhenRequired: cfg.s3.checksumWhenRequired },
@@ -76,9 +80,10 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter }, deps, requests);
+    return await execute(cfg, { client, sink, reporter, encoding }, deps, requests);
   } finally {
     reporter.close();
+    await encoding.close();
     await client?.close();
     await sink?.close();
   }
@@ -196,6 +201,7 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
   return {
     client: io.client,
     sink: io.sink,
+    encoding: io.encoding,
     format: formatByName(cfg.format),
     formatOptions: cfg.formatOptions,
     runId: run.runId,

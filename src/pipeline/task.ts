@@ -1,4 +1,9 @@
 import { ApiError } from '../errors.ts';
+import type { PageDecoder } from '../decode/index.ts';
+import { canEncode } from '../encode/page-encoder.ts';
+import type { PageResult } from '../encode/page-work.ts';
+import type { Encoding, TaskEncoding } from '../encode/pool.ts';
+import { encodingDecoder } from '../encode/task-decoder.ts';
 import type { Format, FormatOptions } from '../format/types.ts';
 import { checkpointResource, nextWatermark, promoteResource } from '../manifest/state.ts';
 import type { Manifest, ManifestTask, ResourceState } from '../manifest/types.ts';
@@ -50,6 +55,8 @@ export type TaskEvent =
 export interface TaskEnv {
   client: ApiClient;
   sink: Sink;
+  /** Pages' CPU work (gunzip, parse, encode) off this thread; absent: rows flattened here. */
+  encoding?: Encoding;
   format: Format;
   formatOptions: FormatOptions;
   runId: string;
@@ -92,16 +99,37 @@ export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskResult>
   const collectKeys = plan.mode === 'full' && snapshotComparable(plan.spec);
   const out = new TaskOutput({ ...env, spec: plan.spec, school: plan.school, collectKeys });
   const progress = startProgress(plan, env);
+  const encoding = openEncoding(plan, env, out, collectKeys);
   try {
     const localStart = new Date();
-    const serverStart = await readAll(plan, env, out, progress);
+    const serverStart = await readAll(plan, { ...env, decode: encoding && encodingDecoder(encoding) }, out, progress);
     progress.startedAt ??= serverStart ?? localStart;
     await commitFinal(plan, env, out, progress);
     return { rows: progress.rows, files: progress.files, pieces: progress.seq, resumed: progress.resumed };
   } catch (e) {
     await out.abort();
     throw e;
+  } finally {
+    await encoding?.close().catch(() => undefined);
   }
+}
+
+/**
+ * The task's page encoding (src/encode), when its pages can take that path: generated
+ * serialisers, in worker threads unless --workers 0. Otherwise pages are flattened here.
+ * A personal-data policy other than keep-all must keep the reference path (flatten -> policy -> writer).
+ */
+function openEncoding(plan: TaskPlan, env: TaskEnv, out: TaskOutput, collectKeys: boolean): TaskEncoding | undefined {
+  const format = env.format.name;
+  if (!env.encoding || !plan.spec.paginated || plan.spec.shape !== 'list' || !canEncode(plan.spec, format, env.formatOptions))
+    return undefined;
+  return env.encoding.openTask({
+    spec: plan.spec,
+    format,
+    formatOptions: env.formatOptions,
+    ctx: out.metaContext,
+    ...(collectKeys ? { keyField: plan.spec.key[0]! } : {}),
+  });
 }
 
 /** Full reads of school lists keyed by one id, in tables the service keeps no deletion records for. */
@@ -126,7 +154,9 @@ function startProgress(plan: TaskPlan, env: TaskEnv): ReadProgress {
 }
 
 /** Reads every page (or the one object) and returns the server's clock at the first answer. */
-async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<Date | undefined> {
+type ReadEnv = TaskEnv & { decode?: PageDecoder };
+
+async function readAll(plan: TaskPlan, env: ReadEnv, out: TaskOutput, progress: ReadProgress): Promise<Date | undefined> {
   const { spec, school } = plan;
   if (spec.scope === 'discovery') {
     await out.writeRecords([school.record]);
@@ -153,7 +183,7 @@ async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: 
 
 async function readPages(
   plan: TaskPlan,
-  env: TaskEnv,
+  env: ReadEnv,
   out: TaskOutput,
   progress: ReadProgress,
   req: { path: string; query: Record<string, string | number | boolean | undefined>; ctx: { school: string; endpoint: string } },
@@ -171,6 +201,7 @@ async function readPages(
       include: plan.spec.children?.map((c) => c.include),
       ctx: req.ctx,
       ...(from ? { from } : {}),
+      ...(env.decode ? { decode: env.decode } : {}),
     });
   let it = pages();
   for (let first = true; ; first = false) {
@@ -191,8 +222,15 @@ async function readPages(
     const batch = r.value;
     env.signal?.throwIfAborted();
     serverStart ??= batch.serverDate;
-    await out.writeRecords(batch.rows);
-    progress.rows += batch.rows.length;
+    if (batch.encoded !== undefined) {
+      // encoded off this thread (src/encode); its decoder set `encoded` to the page's PageResult
+      const page = await (batch.encoded as Promise<PageResult>);
+      await out.writeEncoded(page);
+      progress.rows += page.records;
+    } else {
+      await out.writeRecords(batch.rows);
+      progress.rows += batch.rows.length;
+    }
     if (!batch.last) continue;
     progress.pages += 1;
     progress.bytes += batch.bytes;

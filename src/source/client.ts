@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, ConfigError, ExportError } from '../errors.ts';
-import { decodePage, gunzipBuffer, parseJson, readAll, type DecodedBatch, type PageMeta } from '../decode/index.ts';
+import { decodePage, gunzipBuffer, parseJson, readAll, type DecodedBatch, type PageDecoder, type PageMeta } from '../decode/index.ts';
 import { DomainTable } from './domains.ts';
 import { contentLength, dateOf, isGzip, Pools, readSmall, serverMessage, header, type RawResponse } from './http.ts';
 import { walkPages } from './prefetch.ts';
@@ -37,6 +37,8 @@ export interface PageBatch {
   bytes: number;
   meta?: PageMeta;
   serverDate?: Date;
+  /** The page's rows encoded elsewhere, when the paginate call's decoder does that (DecodedBatch.encoded). */
+  encoded?: unknown;
 }
 
 type Query = Record<string, string | number | boolean | undefined>;
@@ -160,6 +162,8 @@ export class ApiClient {
       ctx?: RequestContext;
       /** Start at this page (path and query, as a PageBatch's `next` gave it) instead of the first. */
       from?: string;
+      /** Decodes each body instead of decodePage (src/encode: the page's CPU work in a worker thread). */
+      decode?: PageDecoder;
     },
   ): AsyncGenerator<PageBatch> {
     const mode = o.mode ?? 'cursor';
@@ -168,7 +172,9 @@ export class ApiClient {
     if (o.include && o.include.length > 0) query.include = o.include.join(',');
     const url = o.from === undefined ? this.url(path, o.domain, query) : this.resumeUrl(o.from, o.domain);
     const links = new PageLinks(url, where('GET', describeUrl(url), o.ctx));
-    for await (const { batch: b, page, final, next } of walkPages(url, links, (u, signal) => this.pageWithRetries(u, o.ctx, signal))) {
+    for await (const { batch: b, page, final, next } of walkPages(url, links, (u, signal) =>
+      this.pageWithRetries(u, o.ctx, signal, o.decode),
+    )) {
       const nextPage = next ? `${next.pathname}${next.search}` : undefined;
       yield {
         rows: b.rows,
@@ -179,6 +185,7 @@ export class ApiClient {
         meta: b.meta,
         serverDate: b.serverDate,
         ...(nextPage ? { next: nextPage } : {}),
+        ...(b.encoded !== undefined ? { encoded: b.encoded } : {}),
       };
     }
   }
@@ -197,7 +204,12 @@ export class ApiClient {
   }
 
   /** One page, retried as a whole; rows a cut-short attempt already yielded are skipped on the next. */
-  private async *pageWithRetries(url: URL, ctx: RequestContext | undefined, signal: AbortSignal): AsyncGenerator<PageResult> {
+  private async *pageWithRetries(
+    url: URL,
+    ctx: RequestContext | undefined,
+    signal: AbortSignal,
+    decode: PageDecoder = decodePage,
+  ): AsyncGenerator<PageResult> {
     const at = where('GET', describeUrl(url), ctx);
     let emitted = 0;
     for (let attempt = 1; ; attempt++) {
@@ -205,7 +217,7 @@ export class ApiClient {
         const started = Date.now();
         const res = await this.get(url, at, signal);
         const serverDate = dateOf(res);
-        const batches = decodePage(res.body, {
+        const batches = decode(res.body, {
           gzip: isGzip(res, at),
           contentLength: contentLength(res),
           streamThresholdBytes: this.threshold,

@@ -129,3 +129,14 @@ describe('built-in parquet writer', () => {
     ]);
   });
 });
+
+describe('encoded chunks', () => {
+  it('a slice past the end stops at the last row (file rollover asks for the room left)', async () => {
+    const { sliceChunk } = await import('../../src/format/chunk.ts');
+    const chunk = { kind: 'text' as const, rows: 3, bytes: Buffer.from('a\nbb\nccc\n'), ends: Uint32Array.from([2, 5, 9]) };
+    const tail = sliceChunk(chunk, 1, 50);
+    expect(tail.rows).toBe(2);
+    expect(Buffer.from((tail as typeof chunk).bytes).toString()).toBe('bb\nccc\n');
+    expect([...(tail as typeof chunk).ends]).toEqual([3, 7]);
+  });
+});
