@@ -15,7 +15,8 @@ import type { ColumnBuilder } from '../format/parquet/column.ts';
 import { appendValue, parquetColumns } from '../format/parquet/writer.ts';
 import { EXTRA_COLUMN, type ColumnType, type Row, type Scalar, type TableSchema } from '../table.ts';
 
-const MAX_ENTRIES = 50_000;
+/** Per task: a worker's heap is capped, and a school has a few hundred people, not thousands. */
+const MAX_ENTRIES = 5_000;
 
 interface Entry {
   src: unknown;

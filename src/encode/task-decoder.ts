@@ -13,8 +13,9 @@ import type { TaskEncoding } from './pool.ts';
  */
 export function encodingDecoder(task: TaskEncoding): PageDecoder {
   return async function* (body, opts) {
-    // compressed bytes: a page parsed whole in a worker stays well under the streaming threshold
-    const limit = (opts.streamThresholdBytes ?? DEFAULT_STREAM_THRESHOLD) / 8;
+    // compressed bytes (JSON compresses ~8x): a page parsed whole in a worker, whose heap is
+    // capped, stays well under the streaming threshold
+    const limit = (opts.streamThresholdBytes ?? DEFAULT_STREAM_THRESHOLD) / 16;
     if (opts.contentLength !== undefined && opts.contentLength > limit) {
       yield* decodePage(body, opts);
       return;

@@ -114,6 +114,14 @@ export class ParquetFileEncoder {
     this.builders = this.physical.map((p) => new ColumnBuilder(p));
   }
 
+  private scratchBuf = Buffer.alloc(0);
+
+  /** One reusable buffer for a page body before compression (no copy per column per group). */
+  private scratch(n: number): Buffer {
+    if (this.scratchBuf.length < n) this.scratchBuf = Buffer.allocUnsafeSlow(Math.max(n, this.scratchBuf.length * 2));
+    return this.scratchBuf.subarray(0, n);
+  }
+
   /** Bytes buffered in the row group being built. */
   get bufferedBytes(): number {
     let n = 0;
@@ -139,7 +147,9 @@ export class ParquetFileEncoder {
       if (c.rows !== rows) throw new Error(`parquet: column ${this.columns[column]!.name} has ${c.rows} rows, expected ${rows}`);
       const levels = encodeLevels(c.defs, rows);
       const values = c.physical === 'BOOLEAN' ? booleanValues(c) : c.data.subarray(0, c.used);
-      const body = Buffer.concat([levels, values]);
+      const body = this.scratch(levels.length + values.length);
+      levels.copy(body, 0);
+      values.copy(body, levels.length);
       const packed = Buffer.from(snappy.compress(body) as Uint8Array);
       const header = encodeStruct(
         struct([1, PAGE_DATA_V1], [2, body.length], [3, packed.length], [5, struct([1, rows], [2, ENC_PLAIN], [3, ENC_RLE], [4, ENC_RLE])]),

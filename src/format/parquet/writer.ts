@@ -138,10 +138,11 @@ export class BuiltinParquetWriter implements FormatWriter {
       this.started = true;
       bufs = [this.enc.magic(), ...bufs];
     }
-    if (bufs.length === 0) return;
-    const all = bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs);
-    this.bytesWritten += all.length;
-    await writeChunk(this.out, all);
+    // piece by piece: no copy of the whole row group
+    for (const b of bufs) {
+      this.bytesWritten += b.length;
+      await writeChunk(this.out, b);
+    }
   }
 
   async finish(): Promise<void> {
