@@ -11,7 +11,7 @@ export type Mode = 'full' | 'quick' | 'tiny';
 
 export const SCALES: Record<Mode, Scale> = {
   full: {
-    throughput: { schools: 4, rows: 50_000, repeat: 2 },
+    throughput: { schools: 4, rows: 50_000, repeat: 3 },
     memory: [100_000, 1_000_000],
     latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
