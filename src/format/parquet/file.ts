@@ -99,6 +99,8 @@ function booleanValues(c: ColumnBuilder): Buffer {
   return out;
 }
 
+let scratchBuf = Buffer.alloc(0);
+
 export class ParquetFileEncoder {
   readonly builders: ColumnBuilder[];
   /** Rows in the row group being built. */
@@ -114,12 +116,10 @@ export class ParquetFileEncoder {
     this.builders = this.physical.map((p) => new ColumnBuilder(p));
   }
 
-  private scratchBuf = Buffer.alloc(0);
-
-  /** One reusable buffer for a page body before compression (no copy per column per group). */
+  /** One reusable buffer per thread for a page body before compression (flushRowGroup is synchronous). */
   private scratch(n: number): Buffer {
-    if (this.scratchBuf.length < n) this.scratchBuf = Buffer.allocUnsafeSlow(Math.max(n, this.scratchBuf.length * 2));
-    return this.scratchBuf.subarray(0, n);
+    if (scratchBuf.length < n) scratchBuf = Buffer.allocUnsafeSlow(Math.max(n, scratchBuf.length * 2));
+    return scratchBuf.subarray(0, n);
   }
 
   /** Bytes buffered in the row group being built. */

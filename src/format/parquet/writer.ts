@@ -15,7 +15,7 @@ import { isoMicros, typeMismatch } from './values.ts';
  * whatever the row size. Pure JavaScript (snappyjs for compression): nothing a platform may lack.
  */
 export const DEFAULT_ROW_GROUP_ROWS = 10_000;
-export const DEFAULT_ROW_GROUP_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_ROW_GROUP_BYTES = 2 * 1024 * 1024;
 
 /** The Parquet columns of a schema: declared columns, then `_extra` (added when the schema lacks it). */
 export function parquetColumns(schema: TableSchema): ParquetColumn[] {
