@@ -6,11 +6,21 @@
  */
 export type ColumnType = 'string' | 'integer' | 'double' | 'boolean' | 'timestamp' | 'json';
 
+/**
+ * What a column holds about a person (docs/personal-data.md): an id of a student, contact or
+ * employee; a name, UPN, email, phone, date of birth or address line; or free text that may
+ * contain anything. Absent: nothing personal.
+ */
+export type PersonalClass = 'person_id' | 'direct_identifier' | 'free_text';
+
 export interface ColumnDef {
   name: string;
   type: ColumnType;
   /** Declared by the API as nullable, or null when the token lacks the property's scope. */
   nullable: boolean;
+  personal?: PersonalClass;
+  /** `personal` applies only to rows whose `column` holds one of `in` (deletions: person types). */
+  personalWhen?: { column: string; in: readonly string[] };
 }
 
 export interface TableSchema {

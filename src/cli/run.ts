@@ -4,6 +4,7 @@ import type { PipelineConfig } from '../config/schema.ts';
 import { FORMAT_NAMES, PARQUET_WRITERS, type FormatName, type ParquetWriterName } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
+import { parsePersonalColumns } from '../privacy/config.ts';
 import { openSource } from './run-source.ts';
 import { parseDomains, withApiOptions, type ApiArgs } from './common.ts';
 
@@ -13,6 +14,8 @@ interface RunArgs extends ApiArgs {
   's3-endpoint'?: string;
   's3-region'?: string;
   's3-checksum-when-required'?: boolean;
+  's3-sse'?: 'AES256' | 'aws:kms';
+  's3-sse-kms-key-id'?: string;
   format?: FormatName;
   gzip?: boolean;
   'csv-formula-guard'?: boolean;
@@ -30,8 +33,18 @@ interface RunArgs extends ApiArgs {
   'lookback-seconds'?: number;
   'snapshot-every-hours'?: number;
   shard?: string;
+  windows?: number;
+  'checkpoint-pages'?: number;
+  'checkpoint-seconds'?: number;
+  'wait-for-lock'?: number;
+  'purge-on-revoke'?: boolean;
   progress?: 'auto' | 'tty' | 'json' | 'none';
   json?: boolean;
+  'person-id'?: 'keep' | 'pseudonymise';
+  'direct-identifier'?: 'keep' | 'pseudonymise' | 'drop';
+  'free-text'?: 'keep' | 'drop';
+  'personal-column'?: string[];
+  'pseudonymise-key-file'?: string;
 }
 
 const list = (v: string | undefined) =>
@@ -53,6 +66,8 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     s3_endpoint: a['s3-endpoint'],
     s3_region: a['s3-region'],
     s3_checksum_when_required: a['s3-checksum-when-required'],
+    s3_sse: a['s3-sse'],
+    s3_sse_kms_key_id: a['s3-sse-kms-key-id'],
     format: a.format,
     gzip: a.gzip,
     csv_formula_guard: a['csv-formula-guard'],
@@ -70,8 +85,21 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     lookback_seconds: a['lookback-seconds'],
     snapshot_every_hours: a['snapshot-every-hours'],
     shard: a.shard,
+    windows: a.windows,
+    checkpoint_pages: a['checkpoint-pages'],
+    checkpoint_seconds: a['checkpoint-seconds'],
+    wait_for_lock: a['wait-for-lock'],
+    purge_on_revoke: a['purge-on-revoke'],
     progress: a.progress,
+    personal_data: personalDataFlags(a),
+    pseudonymise_key_file: a['pseudonymise-key-file'],
   };
+}
+
+function personalDataFlags(a: RunArgs): PipelineConfig['personal_data'] {
+  const columns = parsePersonalColumns(a['personal-column']);
+  const pd = { person_id: a['person-id'], direct_identifier: a['direct-identifier'], free_text: a['free-text'], columns };
+  return Object.values(pd).some((v) => v !== undefined) ? pd : undefined;
 }
 
 export const runCommand: CommandModule<object, RunArgs> = {
@@ -87,6 +115,11 @@ export const runCommand: CommandModule<object, RunArgs> = {
         type: 'boolean',
         describe: 'send/validate checksums only when the operation requires them (default on with --s3-endpoint)',
       })
+      .option('s3-sse', {
+        choices: ['AES256', 'aws:kms'] as const,
+        describe: 'server-side encryption of every object written (data, manifests, state, leases)',
+      })
+      .option('s3-sse-kms-key-id', { type: 'string', describe: 'with --s3-sse aws:kms: the KMS key id, ARN or alias/NAME' })
       .option('format', { choices: FORMAT_NAMES, describe: 'output format (default parquet)' })
       .option('gzip', { type: 'boolean', describe: 'gzip NDJSON files' })
       .option('csv-formula-guard', {
@@ -113,11 +146,43 @@ export const runCommand: CommandModule<object, RunArgs> = {
         describe: 'full snapshot interval for tables without deletion records (default 168)',
       })
       .option('shard', { type: 'string', describe: 'I/N: export only the schools of shard I of N (stable hash of the school id)' })
+      .option('windows', {
+        type: 'number',
+        describe: 'split a full read of a big school into N updated_at windows read side by side (default 1)',
+      })
+      .option('checkpoint-pages', { type: 'number', describe: 'a long read commits what it has every N pages (default 50; 0: never)' })
+      .option('checkpoint-seconds', { type: 'number', describe: '... or every N seconds, whichever comes first (default 60; 0: never)' })
+      .option('wait-for-lock', {
+        type: 'number',
+        describe: 'wait up to N seconds for another run holding this destination (and shard) to finish (default: fail at once)',
+      })
+      .option('purge-on-revoke', {
+        type: 'boolean',
+        describe: 'delete the data of schools the service lists as revoked or declined (as webhooks serve --purge-on-revoke)',
+      })
       .option('progress', {
         choices: ['auto', 'tty', 'json', 'none'] as const,
         describe: 'live display on a TTY, JSON lines otherwise (default auto)',
       })
-      .option('json', { type: 'boolean', describe: 'print the summary as JSON' }) as unknown as Argv<RunArgs>,
+      .option('json', { type: 'boolean', describe: 'print the summary as JSON' })
+      .option('person-id', {
+        choices: ['keep', 'pseudonymise'] as const,
+        describe: 'ids of students, contacts, employees (docs/personal-data.md; default keep)',
+      })
+      .option('direct-identifier', {
+        choices: ['keep', 'pseudonymise', 'drop'] as const,
+        describe: 'names, UPN, email, phone, date of birth, address (default keep)',
+      })
+      .option('free-text', { choices: ['keep', 'drop'] as const, describe: 'comments and notes (default keep)' })
+      .option('personal-column', {
+        type: 'string',
+        array: true,
+        describe: 'TABLE.COLUMN=keep|pseudonymise|drop, repeatable: overrides the column class',
+      })
+      .option('pseudonymise-key-file', {
+        type: 'string',
+        describe: 'file holding the secret pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE)',
+      }) as unknown as Argv<RunArgs>,
   handler: async (a) => {
     const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a));
     const interrupt = onInterrupt();

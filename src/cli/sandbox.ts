@@ -5,6 +5,10 @@ interface SandboxArgs {
   seed?: number;
   schools?: number;
   achievements?: number;
+  'item-envelope'?: 'bare' | 'data';
+  'region-mode'?: 'lenient' | 'strict';
+  'cursor-max-age-ms'?: number;
+  'webhook-url'?: string;
 }
 
 export const sandboxCommand: CommandModule<object, SandboxArgs> = {
@@ -15,9 +19,34 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
       .option('port', { type: 'number', describe: 'port of the default region (others follow); default: any free port' })
       .option('seed', { type: 'number', describe: 'data seed (default 1)' })
       .option('schools', { type: 'number', describe: 'approved schools with data (default 6)' })
-      .option('achievements', { type: 'number', describe: 'achievements per school (default 120)' }) as Argv<SandboxArgs>,
+      .option('achievements', { type: 'number', describe: 'achievements per school (default 120)' })
+      .option('item-envelope', {
+        choices: ['bare', 'data'] as const,
+        describe: 'item URLs answer the object itself (bare, the spec) or { data: object } (what the official PHP client reads)',
+      })
+      .option('region-mode', {
+        choices: ['lenient', 'strict'] as const,
+        describe: "strict: a school's paths answer only at its own regional domain (docs/sandbox.md, Regions)",
+      })
+      .option('webhook-url', {
+        type: 'string',
+        describe: 'POST webhooks (schoolApproved, accessRevoked, ...) here when the control API changes a school (e.g. to webhooks serve)',
+      })
+      .option('cursor-max-age-ms', {
+        type: 'number',
+        describe: 'cursors older than this answer 400 cursor_expired (default: never)',
+      }) as Argv<SandboxArgs>,
   handler: async (a) => {
     const { runSandboxCommand } = await import('../sandbox/cli.ts');
-    await runSandboxCommand({ port: a.port, seed: a.seed, schools: a.schools, achievements: a.achievements });
+    await runSandboxCommand({
+      port: a.port,
+      seed: a.seed,
+      schools: a.schools,
+      achievements: a.achievements,
+      itemEnvelope: a['item-envelope'],
+      regionMode: a['region-mode'],
+      cursorMaxAgeMs: a['cursor-max-age-ms'],
+      webhookUrl: a['webhook-url'],
+    });
   },
 };

@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';
+import { apiBaseUrl } from '../urls.ts';
 
 /**
  * Where the API is and how we prove who we are: used by the run, discovery and access commands
@@ -43,15 +44,7 @@ export function parseDomains(values: string[] | undefined): Record<string, strin
   return out;
 }
 
+/** The API's base URL as the client wants it (checked by the one URL module, src/urls.ts). */
 export function normaliseBaseUrl(url: string, what: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new ConfigError(`${what}: ${JSON.stringify(url)} is not a URL (expected e.g. https://api.example.com)`);
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:')
-    throw new ConfigError(`${what}: only http(s) URLs are supported, got ${u.protocol}`);
-  if (u.username || u.password) throw new ConfigError(`${what}: put credentials in SCHOOL_API_TOKEN or --token-file, not in the URL`);
-  return u.origin + u.pathname.replace(/\/+$/, '').replace(/\/v1\.0$/, '');
+  return apiBaseUrl(url, what);
 }

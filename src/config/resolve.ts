@@ -5,6 +5,9 @@ import { ConfigError } from '../errors.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
 import type { FormatName, ParquetWriterName } from '../format/index.ts';
 import { validatePipeline, type CustomResourceConfig, type PipelineConfig } from './schema.ts';
+import { mergePersonalData, resolvePersonalData, type PersonalDataSettings } from '../privacy/config.ts';
+import { tableSchemas } from '../resources/index.ts';
+import { selectResources } from '../pipeline/plan.ts';
 
 /** The package's own pipelines/ folder, whatever the working directory. */
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -16,7 +19,7 @@ export interface RunConfig {
     | { kind: 'sandbox'; seed: number; schools: number; achievementsPerSchool: number; maxPerPage?: number };
   pipelineFile?: string;
   dest: string;
-  s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean };
+  s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean; sse?: { type: 'AES256' | 'aws:kms'; kmsKeyId?: string } };
   format: FormatName;
   formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number; parquetWriter?: ParquetWriterName };
   /** Worker threads for the CPU work of pages (undefined: sized from the machine; 0: all on the main thread). */
@@ -40,10 +43,18 @@ export interface RunConfig {
   checkpointSeconds: number;
   /** Wait this long for another run's lease on the destination before giving up (0: do not wait). */
   waitForLockSeconds: number;
+  /** A full paginated read is split into this many updated_at windows read side by side (1: off). */
+  windows: number;
   /** Purge the data of schools listed as revoked or declined (as the webhook receiver's --purge-on-revoke). */
   purgeOnRevoke: boolean;
   shard: { index: number; count: number };
   progress: 'auto' | 'tty' | 'json' | 'none';
+  /** The least severe JSON log line written (debug shows every page). */
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Retry budget of each request (see source/retry.ts for the defaults). */
+  retry: { maxAttempts?: number; maxElapsedMs?: number };
+  /** The personal-data policy and, when it pseudonymises, the key (read once, here). */
+  personalData: PersonalDataSettings;
 }
 
 export const DEFAULTS = {
@@ -86,6 +97,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
   const fromFile = pipelineFile ? readPipelineFile(pipelineFile) : {};
   const c: PipelineConfig = { ...fromFile, ...stripUndefined(flags) };
   if (flags.domains) c.domains = { ...(fromFile.domains ?? {}), ...flags.domains };
+  c.personal_data = mergePersonalData(fromFile.personal_data, flags.personal_data);
 
   let source: RunConfig['source'];
   if (c.api_url) {
@@ -106,11 +118,14 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     );
   }
   const [index, count] = (c.shard ?? '0/1').split('/').map(Number) as [number, number];
+  const customResources = c.custom_resources ?? [];
+  const tables = selectResources(undefined, customResources).flatMap((r) => tableSchemas(r));
+  const personalData = resolvePersonalData(c.personal_data, c.pseudonymise_key_file, tables);
   return {
     source,
     pipelineFile,
     dest: c.dest ?? DEFAULTS.dest,
-    s3: { endpoint: c.s3_endpoint, region: c.s3_region, checksumWhenRequired: c.s3_checksum_when_required },
+    s3: { endpoint: c.s3_endpoint, region: c.s3_region, checksumWhenRequired: c.s3_checksum_when_required, sse: s3Encryption(c) },
     format: c.format ?? DEFAULTS.format,
     formatOptions: {
       gzip: c.gzip ?? false,
@@ -123,7 +138,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     maxFileBytes: c.max_file_bytes ?? DEFAULTS.maxFileBytes,
     schools: c.schools,
     resources: c.resources,
-    customResources: c.custom_resources ?? [],
+    customResources,
     fullRefresh: c.full_refresh ?? false,
     concurrency: c.concurrency ?? DEFAULTS.concurrency,
     // Each task holds one page in hand and fetches the next ahead: fewer connections than that
@@ -137,9 +152,16 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     checkpointPages: c.checkpoint_pages ?? DEFAULTS.checkpointPages,
     checkpointSeconds: c.checkpoint_seconds ?? DEFAULTS.checkpointSeconds,
     waitForLockSeconds: c.wait_for_lock ?? 0,
+    windows: c.windows ?? 1,
     purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
     progress: c.progress ?? 'auto',
+    logLevel: c.log_level ?? 'info',
+    retry: {
+      ...(c.max_retries !== undefined ? { maxAttempts: c.max_retries + 1 } : {}),
+      ...(c.max_retry_seconds !== undefined ? { maxElapsedMs: c.max_retry_seconds * 1000 } : {}),
+    },
+    personalData,
   };
 }
 
@@ -148,3 +170,12 @@ function stripUndefined<T extends object>(o: T): T {
 }
 
 export { parseDomains };
+
+/** --s3-sse / --s3-sse-kms-key-id; a key id alone is a mistake, not a silent default. */
+function s3Encryption(c: PipelineConfig): RunConfig['s3']['sse'] {
+  if (c.s3_sse_kms_key_id !== undefined && c.s3_sse !== 'aws:kms') {
+    throw new ConfigError('s3_sse_kms_key_id (--s3-sse-kms-key-id) needs s3_sse aws:kms (--s3-sse aws:kms)');
+  }
+  if (c.s3_sse === undefined) return undefined;
+  return c.s3_sse_kms_key_id === undefined ? { type: c.s3_sse } : { type: c.s3_sse, kmsKeyId: c.s3_sse_kms_key_id };
+}

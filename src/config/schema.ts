@@ -1,5 +1,6 @@
 import { ConfigError } from '../errors.ts';
 import { FORMAT_NAMES, PARQUET_WRITERS, type FormatName, type ParquetWriterName } from '../format/index.ts';
+import type { PersonalDataConfig } from '../privacy/config.ts';
 
 /**
  * The pipeline file, as users write it (snake_case keys). Every key also has a flag (kebab-case);
@@ -24,6 +25,10 @@ export interface PipelineConfig {
   s3_endpoint?: string;
   s3_region?: string;
   s3_checksum_when_required?: boolean;
+  /** Server-side encryption of every object written to S3. */
+  s3_sse?: 'AES256' | 'aws:kms';
+  /** With s3_sse aws:kms: the KMS key (id, ARN or alias/name); default the bucket's AWS-managed key. */
+  s3_sse_kms_key_id?: string;
   format?: FormatName;
   gzip?: boolean;
   csv_formula_guard?: boolean;
@@ -45,9 +50,17 @@ export interface PipelineConfig {
   checkpoint_pages?: number;
   checkpoint_seconds?: number;
   wait_for_lock?: number;
+  windows?: number;
   purge_on_revoke?: boolean;
   shard?: string;
+  log_level?: 'debug' | 'info' | 'warn' | 'error';
+  max_retries?: number;
+  max_retry_seconds?: number;
   progress?: 'auto' | 'tty' | 'json' | 'none';
+  /** What to do with personal data (docs/personal-data.md); default: keep everything as read. */
+  personal_data?: PersonalDataConfig;
+  /** File holding the pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE); never the key itself. */
+  pseudonymise_key_file?: string;
 }
 
 type Check = (v: unknown, key: string) => void;
@@ -109,6 +122,8 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   s3_endpoint: str,
   s3_region: str,
   s3_checksum_when_required: bool,
+  s3_sse: oneOf('AES256', 'aws:kms'),
+  s3_sse_kms_key_id: str,
   format: oneOf(...FORMAT_NAMES),
   gzip: bool,
   csv_formula_guard: bool,
@@ -132,9 +147,20 @@ export const PIPELINE_SCHEMA: Record<string, Check> = {
   checkpoint_pages: int(0, 1_000_000),
   checkpoint_seconds: int(0, 7 * 24 * 3600),
   wait_for_lock: int(0, 24 * 3600),
+  windows: int(1, 64),
   purge_on_revoke: bool,
   shard,
   progress: oneOf('auto', 'tty', 'json', 'none'),
+  log_level: oneOf('debug', 'info', 'warn', 'error'),
+  max_retries: int(0, 100),
+  max_retry_seconds: int(1, 24 * 3600),
+  personal_data: object({
+    person_id: oneOf('keep', 'pseudonymise'),
+    direct_identifier: oneOf('keep', 'pseudonymise', 'drop'),
+    free_text: oneOf('keep', 'drop'),
+    columns: record(oneOf('keep', 'pseudonymise', 'drop')),
+  }),
+  pseudonymise_key_file: str,
 };
 
 /** Throws ConfigError naming the first bad key. `where` prefixes the message (file name or 'flags'). */

@@ -17,11 +17,10 @@ const gunzipAsync = promisify(gunzip);
  * The fast path: the whole (decompressed) page in one buffer, one JSON.parse, one batch.
  * Pure over bytes so the streamed path can be checked against it.
  */
-export function parseBufferedPage(decoded: Buffer, opts: Pick<DecodeOptions, 'skipRows'> = {}): DecodedBatch {
+export function parseBufferedPage(decoded: Buffer): DecodedBatch {
   const parsed = parseJson(decoded);
   const { rows, meta } = splitListBody(parsed);
-  const skip = opts.skipRows ?? 0;
-  return { rows: skip > 0 ? rows.slice(skip) : rows, last: true, bytes: decoded.length, meta };
+  return { rows, last: true, bytes: decoded.length, meta };
 }
 
 /** JSON.parse with the two failure kinds told apart: cut short (retry) or wrong (fatal). */
@@ -58,5 +57,5 @@ export async function readAll(source: AsyncIterable<Buffer>): Promise<Buffer> {
 export async function decodeBuffered(body: Readable | Buffer, opts: DecodeOptions = {}): Promise<DecodedBatch> {
   const raw = Buffer.isBuffer(body) ? body : await readAll(body);
   const decoded = opts.gzip ? await gunzipBuffer(raw) : raw;
-  return parseBufferedPage(decoded, opts);
+  return parseBufferedPage(decoded);
 }

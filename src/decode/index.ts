@@ -20,7 +20,7 @@ export async function* decodePage(body: Readable | Buffer, opts: DecodeOptions =
     return;
   }
   if (Buffer.isBuffer(body) && !opts.gzip) {
-    yield parseBufferedPage(body, opts);
+    yield parseBufferedPage(body);
     return;
   }
   const source = decompressed(body, opts.gzip);
@@ -47,7 +47,7 @@ export async function* decodePage(body: Readable | Buffer, opts: DecodeOptions =
     // an abandoned or failed page must not leave its socket half-read
     if (!source.destroyed && !source.readableEnded) source.destroy();
   }
-  yield parseBufferedPage(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total), opts);
+  yield parseBufferedPage(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total));
 }
 
 /** The bytes already buffered, then the rest of the stream: nothing read is lost on the switch. */

@@ -19,10 +19,9 @@ function tokensOf(result: unknown): readonly Token[] {
  */
 export async function* decodeStreamedBytes(
   source: AsyncIterable<Buffer | string>,
-  opts: Pick<DecodeOptions, 'batchSize' | 'skipRows'> = {},
+  opts: Pick<DecodeOptions, 'batchSize'> = {},
 ): AsyncGenerator<DecodedBatch> {
   const batchSize = opts.batchSize ?? DEFAULT_BATCH_SIZE;
-  let skip = opts.skipRows ?? 0;
   const tokenize = jsonParser({ packValues: true, streamValues: false });
   const text = new StringDecoder('utf8');
   const walker = new ListWalker();
@@ -39,11 +38,6 @@ export async function* decodeStreamedBytes(
       }
       if (str.length === 0) continue;
       walker.feed(tokensOf(tokenize(str)));
-      if (skip > 0 && walker.rows.length > 0) {
-        const dropped = Math.min(skip, walker.rows.length);
-        walker.rows.splice(0, dropped);
-        skip -= dropped;
-      }
       // a batch is whatever has collected once it reaches batchSize: no per-row copying
       if (walker.rows.length >= batchSize) yield { rows: walker.take(), last: false, bytes: 0 };
     }

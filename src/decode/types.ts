@@ -34,8 +34,6 @@ export interface DecodeOptions {
   streamThresholdBytes?: number;
   /** Rows per batch on the streamed path. Default 1000. */
   batchSize?: number;
-  /** Rows already emitted by an earlier, interrupted attempt at this page: dropped, not emitted twice. */
-  skipRows?: number;
 }
 
 export const DEFAULT_STREAM_THRESHOLD = 8 * 1024 * 1024;

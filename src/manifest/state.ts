@@ -55,6 +55,8 @@ export interface CommittedRead {
   forceFullSeq?: number;
   /** "table.column" values that were null for lack of scope. */
   scopeMasked: string[];
+  /** Fingerprint of the personal-data policy the rows were written with ('keep' or absent: as read). */
+  personalData?: string;
 }
 
 export function promoteResource(prev: ResourceState | undefined, read: CommittedRead): ResourceState {
@@ -68,6 +70,7 @@ export function promoteResource(prev: ResourceState | undefined, read: Committed
   const seq = read.forceFullSeq ?? prev?.applied_force_full_seq;
   if (seq !== undefined) next.applied_force_full_seq = seq;
   if (read.scopeMasked.length) next.scope_masked = [...read.scopeMasked].sort();
+  if (read.personalData && read.personalData !== 'keep') next.personal_data = read.personalData;
   return next;
 }
 

@@ -105,6 +105,9 @@ export interface ResourceState {
   /** "table.column" values the last committed read got as null for lack of scope; a later read
    * with the scope re-reads the resource in full so the warehouse gets the values. */
   scope_masked?: string[];
+  /** Fingerprint of the personal-data policy and key the rows were written with (absent: kept as
+   * read). A run with another one reads the resource again in full (docs/personal-data.md). */
+  personal_data?: string;
   /**
    * A full read in progress, committed up to a checkpoint: the next run resumes from `next_url`
    * instead of page 1. Cleared when the read completes.
@@ -112,7 +115,11 @@ export interface ResourceState {
   checkpoint?: {
     snapshot: string; // run id of the attempt that began the read (the snapshot's identity)
     seq: number; // checkpoint pieces committed so far
-    next_url: string; // the next page to read (path and query, relative to the school's domain)
+    /** Where each cursor walk stands: one walk, or one per updated_at window (big schools). Its
+     * `next` is the next page to read (path and query, at the school's domain). */
+    walks: { after?: string; before?: string; next?: string; done?: boolean }[];
+    /** Window boundaries (ms since the epoch) of a windowed read, for dropping duplicates. */
+    boundaries?: number[];
     pages: number;
     rows: number;
     started_at: string; // server time when the first attempt began: the watermark when it completes

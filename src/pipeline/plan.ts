@@ -92,6 +92,10 @@ export interface PlanSettings {
   fullRefresh: boolean;
   lookbackSeconds: number;
   snapshotEveryHours: (resource: string) => number;
+  /** updated_at windows for a full paginated read (1: one cursor walk). */
+  windows: number;
+  /** Fingerprint of the run's personal-data policy (absent: 'keep'). */
+  personalData?: string;
 }
 
 /**
@@ -108,7 +112,10 @@ export function planTask(
   o: { directive?: SchoolDirective; settings: PlanSettings; now: Date; scopeMasked: string[] },
 ): TaskPlan {
   const prev: ResourceState | undefined = state.resources[spec.name];
-  const forced = o.directive ? o.directive.force_full_seq > (prev?.applied_force_full_seq ?? 0) : false;
+  // A different personal-data policy or key restarts the read like a migration: rows read before
+  // were transformed otherwise, and a full read lets loaders replace them (docs/personal-data.md).
+  const repolicy = prev !== undefined && (prev.personal_data ?? 'keep') !== (o.settings.personalData ?? 'keep');
+  const forced = (o.directive ? o.directive.force_full_seq > (prev?.applied_force_full_seq ?? 0) : false) || repolicy;
   const common = {
     school,
     spec,
@@ -116,6 +123,7 @@ export function planTask(
     ...(o.directive ? { forceFullSeq: o.directive.force_full_seq } : {}),
     scopeMasked: o.scopeMasked,
     previousWatermark: forced || o.settings.fullRefresh ? null : (prev?.watermark ?? null),
+    windows: o.settings.windows,
   };
   const resume = prev?.checkpoint;
   if (resume && !forced && !(resume.updated_after && o.settings.fullRefresh)) {
@@ -123,7 +131,7 @@ export function planTask(
     const reason = `resuming a ${mode} read committed up to page ${resume.pages}`;
     return { ...common, mode, ...(resume.updated_after ? { updatedAfter: resume.updated_after } : {}), resume, reason };
   }
-  const reason = fullReason(spec, prev, forced, o);
+  const reason = fullReason(spec, prev, forced, o, repolicy);
   if (reason || !prev?.watermark) return { ...common, mode: 'full', reason: reason ?? 'first run' };
   const updatedAfter = updatedAfterParam(prev.watermark, o.settings.lookbackSeconds);
   return { ...common, mode: 'incremental', updatedAfter, reason: `changes since the watermark ${prev.watermark}` };
@@ -134,10 +142,11 @@ function fullReason(
   prev: ResourceState | undefined,
   forced: boolean,
   o: { settings: PlanSettings; now: Date; scopeMasked: string[] },
+  repolicy = false,
 ): string | undefined {
   if (!spec.incremental) return 'always read in full';
   if (o.settings.fullRefresh) return '--full-refresh';
-  if (forced) return 'directive (approval or migration)';
+  if (forced) return repolicy ? 'personal-data policy or key changed' : 'directive (approval or migration)';
   if (!prev?.watermark) return 'first run';
   const snapshots = !spec.deletionType && spec.name !== 'deletions';
   if (snapshots && snapshotDue(prev?.last_full_at, o.settings.snapshotEveryHours(spec.name), o.now)) return 'snapshot due';

@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import type { RunConfig } from '../config/resolve.ts';
+import { resolveToken } from '../config/credentials.ts';
 import { ExportError, asExportError } from '../errors.ts';
 import { readDirective, readState } from '../manifest/state-store.ts';
 import type { ManifestTask, SchoolDirective, SchoolState } from '../manifest/types.ts';
@@ -30,7 +31,7 @@ export interface RunPlan {
 
 type PlanIo = { client: ApiClient; sink: Sink; reporter: Reporter };
 
-export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date }): Promise<RunPlan> {
+export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; personalData?: string }): Promise<RunPlan> {
   const resources = selectResources(cfg.resources, cfg.customResources);
   const discovered = await discoverSchools(io.client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
   const plan: RunPlan = { schools: discovered.schools.length, tasks: [], skipped: [], deactivated: [], scopeMasked: {}, notes: [] };
@@ -39,6 +40,8 @@ export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date }): Pro
     fullRefresh: cfg.fullRefresh,
     lookbackSeconds: cfg.lookbackSeconds,
     snapshotEveryHours: cfg.snapshotEveryHoursFor,
+    windows: cfg.windows,
+    ...(o.personalData ? { personalData: o.personalData } : {}),
   };
   // State and directive reads and the probe are independent per school (S3 GETs, one request).
   const limit = pLimit(16);
@@ -56,10 +59,11 @@ function nothingMessage(cfg: RunConfig, problems: number): string {
 }
 
 async function planSchool(
-  school: SchoolRef,
+  discovered: SchoolRef,
   resources: ResourceSpec[],
   o: PlanIo & { plan: RunPlan; settings: PlanSettings; now: Date },
 ): Promise<void> {
+  let school = discovered;
   let state: SchoolState;
   let directive: SchoolDirective | undefined;
   try {
@@ -76,6 +80,7 @@ async function planSchool(
     });
     return;
   }
+  if (directive?.token_file) school = withSchoolToken(school, directive.token_file, o.plan);
   const planAll = (masked: string[]) =>
     resources.map((spec) =>
       planTask(school, spec, state, { directive, settings: o.settings, now: o.now, scopeMasked: masksOf(spec, masked) }),
@@ -98,15 +103,33 @@ async function planSchool(
 /**
  * The permissions are read before the school's tasks (one request, which also finds an inactive
  * school once instead of in every task) when they are exported anyway (the request is reused), or
- * when a resource with scope-guarded properties is read in full. Incremental reads use what the
- * last read found, so an incremental run costs no extra request.
+ * when a resource with scope-guarded properties is read in full, or was masked last time (has the
+ * scope come back?). Other incremental reads use what the last read found: no extra request.
  */
 function needsProbe(tasks: TaskPlan[]): boolean {
-  return tasks.some((t) => t.spec.path === PERMISSIONS_PATH || (t.mode === 'full' && PROPERTY_SCOPES[t.spec.name]));
+  return tasks.some(
+    (t) => t.spec.path === PERMISSIONS_PATH || (PROPERTY_SCOPES[t.spec.name] && (t.mode === 'full' || t.scopeMasked.length > 0)),
+  );
 }
 
 function lastKnown(state: SchoolState, resources: ResourceSpec[]): SchoolProbe {
   return { masked: resources.flatMap((r) => state.resources[r.name]?.scope_masked ?? []).sort() };
+}
+
+/**
+ * A token the school delivered with schoolApproved (kept by the receiver in a 0600 file) is used
+ * for that school's requests; the client sends it only to configured domains, like the run's own.
+ * A receiver on another machine keeps it where this run cannot read it: then the run's token is used.
+ */
+function withSchoolToken(school: SchoolRef, tokenFile: string, plan: RunPlan): SchoolRef {
+  try {
+    return { ...school, token: resolveToken(tokenFile) };
+  } catch (e) {
+    plan.notes.push(
+      `school ${school.id}: its own token (${tokenFile}) cannot be read here (${asExportError(e, 'E_CONFIG').message}); the run's token was used`,
+    );
+    return school;
+  }
 }
 
 /** The masked columns of this resource's own tables ("table.column"). */

@@ -3,6 +3,7 @@ import pLimit from 'p-limit';
 import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { Committer } from '../manifest/committer.ts';
+import { acquireLease, isStale, readLeases, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { openSink } from '../sink/index.ts';
@@ -11,11 +12,13 @@ import { ApiClient } from '../source/client.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { reconcileRevocations } from './reconcile.ts';
+import { selectResources } from './plan.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
-import { commitPiece } from './task-commit.ts';
+import { admitPiece, commitPiece } from './task-commit.ts';
 import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
+import { createPersonalData, type PersonalData } from '../privacy/personal-data.ts';
 
 export interface RunDeps {
   /** The access token (the command line resolves it from --token-file or SCHOOL_API_TOKEN). */
@@ -50,6 +53,8 @@ interface RunContext {
   signal?: AbortSignal;
   /** Schools that answered 423 after the retry budget in this run: their remaining tasks are skipped. */
   inactive: Map<string, ExportError>;
+  /** The personal-data policy every task applies (compiled per table once per run). */
+  personalData: PersonalData;
 }
 
 /**
@@ -60,39 +65,61 @@ interface RunContext {
 export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSummary> {
   if (cfg.source.kind !== 'api')
     throw new ConfigError('the sandbox source is started by the command line (school-export run); pass an API source here');
-  const reporter = deps.reporter ?? createReporter(cfg.progress);
+  selectResources(cfg.resources, cfg.customResources); // a bad name stops the run before any request or write
+  const reporter = deps.reporter ?? createReporter(cfg.progress, { level: cfg.logLevel });
   const requests = { count: 0 };
+  const startedAt = (deps.now ?? (() => new Date()))();
+  const runId = newRunId(startedAt, cfg.shard);
   let client: ApiClient | undefined;
   let sink: Sink | undefined;
   const encoding = createEncoding({ workers: cfg.workers ?? defaultWorkers() });
+  let lease: Lease | undefined;
   try {
-    sink = await openSink(cfg.dest, {
-      s3: { endpoint: cfg.s3.endpoint, region: cfg.s3.region, checksumWhenRequired: cfg.s3.checksumWhenRequired },
+    sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId });
+    lease = await acquireLease(sink, {
+      runId,
+      shard: cfg.shard,
+      waitSeconds: cfg.waitForLockSeconds,
+      onWait: (holder) => reporter.emit({ event: 'lease_wait', holder }),
     });
+    await sweepLeftovers(sink);
     client = new ApiClient({
       apiUrl: cfg.source.apiUrl,
       token: deps.token,
       auth: cfg.source.auth,
       domains: cfg.source.domains,
       connectionsPerDomain: cfg.connectionsPerDomain,
+      retry: cfg.retry,
+      ...(deps.signal ? { signal: deps.signal } : {}),
       onEvent: (e) => {
         if (e.type === 'request') requests.count += 1;
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter, encoding }, deps, requests);
+    return await execute(cfg, { client, sink, reporter, encoding }, { ...deps, runId, startedAt }, requests);
   } finally {
     reporter.close();
     await encoding.close();
     await client?.close();
+    await lease?.release().catch(() => undefined);
     await sink?.close();
   }
 }
 
-async function execute(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: number }): Promise<RunSummary> {
+/** Temporary files and unfinished uploads of runs that no longer hold a lease here (killed runs). */
+async function sweepLeftovers(sink: Sink): Promise<void> {
+  const now = new Date();
+  const live = new Set((await readLeases(sink)).filter((l) => !isStale(l, now)).map((l) => l.run_id));
+  const dayAgo = now.getTime() - 24 * 3600_000;
+  await sink.sweepTemp('', (t) => (t.owner ? live.has(t.owner) : (t.startedAt?.getTime() ?? 0) > dayAgo));
+}
+
+type StartedDeps = RunDeps & { runId: string; startedAt: Date };
+
+async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
   const reconciled = await reconcile(cfg, io, run);
-  const plan = await planRun(cfg, io, { now: run.startedAt });
+  const plan = await planRun(cfg, io, { now: run.startedAt, personalData: run.personalData.fingerprint });
   plan.notes.unshift(...reconciled);
   for (const t of plan.skipped) run.committer.record(t);
   io.reporter.emit({
@@ -108,11 +135,11 @@ async function execute(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { cou
   return finishRun(io, run, plan);
 }
 
-function startRun(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: number }): RunContext {
-  const startedAt = (deps.now ?? (() => new Date()))();
-  const runId = newRunId(startedAt, cfg.shard);
+function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): RunContext {
+  const { runId, startedAt } = deps;
   const seqs = new Map<string, number>();
   const clock = deps.clock ?? (() => performance.now());
+  const personalData = createPersonalData(cfg.personalData.policy, cfg.personalData.key);
   const header: ConstructorParameters<typeof Committer>[1] = {
     version: 1,
     run_id: runId,
@@ -120,6 +147,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: n
     format: cfg.format,
     format_options: { ...cfg.formatOptions },
     ...(cfg.shard.count > 1 ? { shard: cfg.shard } : {}),
+    personal_data: personalData.record,
   };
   return {
     runId,
@@ -136,6 +164,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: RunDeps, requests: { count: n
     requests,
     signal: deps.signal,
     inactive: new Map(),
+    personalData,
   };
 }
 
@@ -207,13 +236,16 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     runId: run.runId,
     extractedAt: run.extractedAt,
     perPage: cfg.perPage,
+    lookbackSeconds: cfg.lookbackSeconds,
     limits: { maxRows: cfg.maxFileRows, maxBytes: cfg.maxFileBytes },
     nextSeq: run.nextSeq,
     checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
+    admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name }),
     commit: (piece) => commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name }, piece),
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
     signal: run.signal,
+    personalData: run.personalData,
   };
 }
 
@@ -259,7 +291,7 @@ async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<Run
     durationMs: run.clock() - run.began,
     dest: io.sink.url,
     requests: run.requests.count,
-    notes: [...plan.notes, ...(manifestError ? [manifestError] : [])],
+    notes: [...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : []), ...(manifestError ? [manifestError] : [])],
     failRun: manifestError !== undefined || plan.nothingToDo !== undefined,
   });
   io.reporter.emit({ event: 'run_done', run_id: run.runId, status: summary.status, ms: Math.round(summary.durationMs) });

@@ -25,6 +25,7 @@ export async function probeSchool(client: ApiClient, school: SchoolRef, resource
   try {
     res = await client.getJson(PERMISSIONS_PATH.replace('{school_id}', school.id), {
       domain: school.domain,
+      token: school.token,
       ctx: { school: school.id, endpoint: PERMISSIONS_PATH },
     });
   } catch (e) {

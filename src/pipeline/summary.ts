@@ -1,5 +1,6 @@
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { formatElapsed } from './progress.ts';
+import { describePolicy } from '../privacy/policy.ts';
 
 export interface TableTotals {
   rows: number;
@@ -162,10 +163,7 @@ export function renderSummary(s: RunSummary): string {
   lines.push(
     `  throughput: ${tp.rowsPerSecond.toLocaleString('en')} rows/s, ${tp.megabytesPerSecond} MB/s written, ${tp.requests.toLocaleString('en')} requests`,
   );
-  if (s.personalData) {
-    const p = s.personalData;
-    lines.push(`  personal data: person ids ${p.person_id}, direct identifiers ${p.direct_identifier}, free text ${p.free_text}`);
-  }
+  if (s.personalData) lines.push(`  ${describePolicy(s.personalData)}`);
   for (const [table, fields] of Object.entries(s.drift)) {
     lines.push(
       `  schema drift in ${table}: ${fields.length} undeclared field(s) kept (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`,

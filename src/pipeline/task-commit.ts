@@ -8,8 +8,8 @@ import type { SchoolRef } from './task-output.ts';
 /**
  * Commits one piece of a task (its files are durable already): listed in a manifest part, then
  * the school's state advances. A school whose access was revoked meanwhile keeps nothing: its
- * directive is read before the piece is listed (nothing is listed, the files go) and again after
- * the state was written (what this piece wrote goes again). The second read closes the race with
+ * directive is read before the piece's files are committed (admitPiece: they are still temporary
+ * and go with the task's abort) and again after the state was written (what this piece wrote goes). The second read closes the race with
  * a purge that ran between the two: the receiver writes the directive before it lists the files
  * it removes, so either the purge saw our files or we see its directive.
  */
@@ -19,7 +19,6 @@ export async function commitPiece(
 ): Promise<void> {
   const { sink, school } = o;
   const written = piece.task.files.map((f) => f.path);
-  await refuseIfRevoked(o, written, false);
   await o.committer.commit({
     task: piece.task,
     deletions: piece.deletions,
@@ -39,6 +38,11 @@ export async function commitPiece(
   }
 }
 
+/** Before a piece's files are committed (still temporary, so a refusal leaves nothing behind). */
+export async function admitPiece(o: { sink: Sink; school: SchoolRef; resource: string }): Promise<void> {
+  await refuseIfRevoked(o, [], false);
+}
+
 async function refuseIfRevoked(
   o: { sink: Sink; school: SchoolRef; resource: string },
   written: string[],
@@ -49,7 +53,7 @@ async function refuseIfRevoked(
   const purge = off?.purge === true;
   // Committed before the revocation without a purge: kept, like the school's earlier data.
   if (!off || (afterState && !purge)) return;
-  await o.sink.remove(written);
+  if (written.length) await o.sink.remove(written);
   // With a purge, nothing of the school may outlive this run: its state and id lists go too.
   if (purge && afterState) await removeSchoolState(o.sink, o.school);
   const what = purge ? 'its data was purged' : 'this task was not committed';

@@ -7,6 +7,7 @@ import type { Sink } from '../sink/types.ts';
 import type { Row, TableSchema } from '../table.ts';
 import type { PageResult } from '../encode/page-work.ts';
 import { TableFiles } from './table-files.ts';
+import type { PersonalData } from '../privacy/personal-data.ts';
 
 /** The school a task reads, as discovery found it. */
 export interface SchoolRef {
@@ -14,6 +15,8 @@ export interface SchoolRef {
   region: string;
   domain?: string;
   record: unknown; // the school object from discovery
+  /** The school's own token (delivered by schoolApproved), used for its requests instead of the run's. */
+  token?: string;
 }
 
 export interface TaskOutputOptions {
@@ -28,6 +31,8 @@ export interface TaskOutputOptions {
   nextSeq: (dir: string) => number;
   /** Collect the key values written (tables whose deletions are detected by comparing snapshots). */
   collectKeys: boolean;
+  /** The run's personal-data policy: applied to each table's rows after flattening, before writing. */
+  personalData?: PersonalData;
 }
 
 /** What was committed since the previous commit of the same task (one manifest entry). */
@@ -71,6 +76,10 @@ export class TaskOutput {
 
   async writeRecords(records: readonly unknown[]): Promise<void> {
     const tables = this.flattener.flattenBatch(records, this.ctx);
+    // Before anything is written or collected: files, manifest deletions and snapshot keys all
+    // hold the values as the policy leaves them (docs/personal-data.md).
+    if (this.o.personalData)
+      for (const [table, rows] of tables) if (rows.length) this.o.personalData.transformFor(this.schemas.get(table)!)?.(rows);
     for (const [table, rows] of tables) await this.writeRows(table, rows);
     if (this.keys) {
       const key = this.o.spec.key[0]!;

@@ -1,18 +1,22 @@
-import { ApiError } from '../errors.ts';
 import type { PageDecoder } from '../decode/index.ts';
 import { canEncode } from '../encode/page-encoder.ts';
 import type { PageResult } from '../encode/page-work.ts';
 import type { Encoding, TaskEncoding } from '../encode/pool.ts';
 import { encodingDecoder } from '../encode/task-decoder.ts';
 import type { Format, FormatOptions } from '../format/types.ts';
-import { checkpointResource, nextWatermark, promoteResource } from '../manifest/state.ts';
+import { checkpointResource, nextWatermark, promoteResource, updatedAfterParam } from '../manifest/state.ts';
 import type { Manifest, ManifestTask, ResourceState } from '../manifest/types.ts';
 import type { ResourceSpec } from '../resources/types.ts';
-import type { ApiClient, PageBatch } from '../source/client.ts';
+import { tableSchemas } from '../resources/schema.ts';
+import type { ApiClient } from '../source/client.ts';
+import { rowKeyOf } from '../source/row-key.ts';
 import type { Sink } from '../sink/types.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
+import type { PersonalData } from '../privacy/personal-data.ts';
+import { CursorRefused, runWalks, type Walk } from './walks.ts';
+import { splitByTime, updatedAtMs, WindowDedupe } from './windows.ts';
 
 export type { SchoolRef };
 
@@ -34,6 +38,8 @@ export interface TaskPlan {
   previousWatermark: string | null;
   /** Why the plan chose this mode (shown by --dry-run and progress). */
   reason: string;
+  /** Windows a full read of a big school is split into (1: one cursor walk). */
+  windows: number;
   /** The response the plan's probe already read (school_permissions): not requested again. */
   prefetched?: { body: unknown; serverDate?: Date };
 }
@@ -57,18 +63,25 @@ export interface TaskEnv {
   sink: Sink;
   /** Pages' CPU work (gunzip, parse, encode) off this thread; absent: rows flattened here. */
   encoding?: Encoding;
+  /** Set by runTask when the task's pages take src/encode: the paginator's decoder. */
+  decode?: PageDecoder;
   format: Format;
   formatOptions: FormatOptions;
   runId: string;
   extractedAt: string;
   perPage: number;
+  lookbackSeconds: number;
   limits: { maxRows: number; maxBytes: number };
   nextSeq: (dir: string) => number;
   checkpoints: CheckpointPolicy;
+  /** Throws when the school may no longer be committed (access revoked meanwhile). */
+  admit: () => Promise<void>;
   commit: (piece: PieceCommit) => Promise<void>;
   onProgress?: (p: { rows: number; pages: number; bytes: number }) => void;
   onEvent?: (e: TaskEvent) => void;
   signal?: AbortSignal;
+  /** The run's personal-data policy (docs/personal-data.md). */
+  personalData?: PersonalData;
 }
 
 export interface TaskResult {
@@ -123,6 +136,8 @@ function openEncoding(plan: TaskPlan, env: TaskEnv, out: TaskOutput, collectKeys
   const format = env.format.name;
   if (!env.encoding || !plan.spec.paginated || plan.spec.shape !== 'list' || !canEncode(plan.spec, format, env.formatOptions))
     return undefined;
+  // the generated serialisers write values as they are: only when the policy keeps every column
+  if (env.personalData && tableSchemas(plan.spec).some((t) => env.personalData!.transformFor(t) !== undefined)) return undefined;
   return env.encoding.openTask({
     spec: plan.spec,
     format,
@@ -154,9 +169,7 @@ function startProgress(plan: TaskPlan, env: TaskEnv): ReadProgress {
 }
 
 /** Reads every page (or the one object) and returns the server's clock at the first answer. */
-type ReadEnv = TaskEnv & { decode?: PageDecoder };
-
-async function readAll(plan: TaskPlan, env: ReadEnv, out: TaskOutput, progress: ReadProgress): Promise<Date | undefined> {
+async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<Date | undefined> {
   const { spec, school } = plan;
   if (spec.scope === 'discovery') {
     await out.writeRecords([school.record]);
@@ -167,7 +180,8 @@ async function readAll(plan: TaskPlan, env: ReadEnv, out: TaskOutput, progress: 
   const query: Record<string, string | number | boolean | undefined> = { ...(spec.query ?? {}), updated_after: plan.updatedAfter };
   const ctx = { school: school.id, endpoint: spec.path };
   if (spec.shape === 'object' || !spec.paginated) {
-    const { body, serverDate } = (plan.prefetched ?? (await env.client.getJson(path, { domain: school.domain, query, ctx }))) as {
+    const { body, serverDate } = (plan.prefetched ??
+      (await env.client.getJson(path, { domain: school.domain, query, ctx, token: school.token }))) as {
       body: { data?: unknown } | undefined;
       serverDate?: Date;
     };
@@ -181,71 +195,148 @@ async function readAll(plan: TaskPlan, env: ReadEnv, out: TaskOutput, progress: 
   return readPages(plan, env, out, progress, { path, query, ctx });
 }
 
+type ListRequest = {
+  path: string;
+  query: Record<string, string | number | boolean | undefined>;
+  ctx: { school: string; endpoint: string };
+};
+
+/**
+ * A paginated read: one cursor walk, or for a big school's full read (`--windows N`) one walk
+ * per updated_at window after a first page that samples the school. A resumed read carries on
+ * from its saved walks; a saved cursor the service refuses starts the read over from page 1.
+ */
 async function readPages(
   plan: TaskPlan,
-  env: ReadEnv,
+  env: TaskEnv,
   out: TaskOutput,
   progress: ReadProgress,
-  req: { path: string; query: Record<string, string | number | boolean | undefined>; ctx: { school: string; endpoint: string } },
+  req: ListRequest,
 ): Promise<Date | undefined> {
-  let from = plan.resume?.next_url;
   if (plan.resume) env.onEvent?.({ event: 'resumed', seq: progress.seq, pages: progress.pages, rows: progress.rows });
-  let serverStart: Date | undefined;
-  const timer = env.checkpoints.start(progress.pages);
-  const pages = (): AsyncGenerator<PageBatch> =>
-    env.client.paginate(req.path, {
-      domain: plan.school.domain,
-      query: req.query,
-      mode: 'cursor',
-      perPage: env.perPage,
-      include: plan.spec.children?.map((c) => c.include),
-      ctx: req.ctx,
-      ...(from ? { from } : {}),
-      ...(env.decode ? { decode: env.decode } : {}),
-    });
-  let it = pages();
-  for (let first = true; ; first = false) {
-    let r: IteratorResult<PageBatch>;
-    try {
-      r = await it.next();
-    } catch (e) {
-      if (!(first && from && isRefusedCursor(e))) throw e;
-      // The saved cursor expired or was invalidated: read again from page 1, as a new snapshot.
-      env.onEvent?.({ event: 'resume_refused', reason: (e as Error).message });
-      Object.assign(progress, { snapshot: env.runId, seq: 0, pages: 0, rows: 0, startedAt: undefined, idsFiles: [], resumed: false });
-      from = undefined;
-      timer.reset(0);
-      it = pages();
-      continue;
-    }
-    if (r.done) return serverStart;
-    const batch = r.value;
-    env.signal?.throwIfAborted();
-    serverStart ??= batch.serverDate;
-    if (batch.encoded !== undefined) {
-      // encoded off this thread (src/encode); its decoder set `encoded` to the page's PageResult
-      const page = await (batch.encoded as Promise<PageResult>);
-      await out.writeEncoded(page);
-      progress.rows += page.records;
-    } else {
-      await out.writeRecords(batch.rows);
-      progress.rows += batch.rows.length;
-    }
-    if (!batch.last) continue;
-    progress.pages += 1;
-    progress.bytes += batch.bytes;
-    env.onProgress?.({ rows: progress.rows, pages: progress.pages, bytes: progress.bytes });
-    if (batch.next && timer.due(progress.pages)) {
-      progress.startedAt ??= serverStart ?? new Date();
-      await commitCheckpoint(plan, env, out, progress, batch.next);
-      timer.reset(progress.pages);
-    }
+  try {
+    if (!plan.resume) return await startRead(plan, env, out, progress, req);
+    const serverStart = await walkAll(plan, env, out, progress, req, plan.resume.walks, plan.resume.boundaries);
+    await catchUp(plan, env, out, progress, req);
+    return serverStart;
+  } catch (e) {
+    if (!(e instanceof CursorRefused)) throw e;
+    // The saved cursor expired or was invalidated: read again from page 1, as a new snapshot.
+    env.onEvent?.({ event: 'resume_refused', reason: e.message });
+    Object.assign(progress, { snapshot: env.runId, seq: 0, pages: 0, rows: 0, startedAt: undefined, idsFiles: [], resumed: false });
+    return startRead(plan, env, out, progress, req);
   }
 }
 
-/** 400 on the first page of a resumed walk: the service no longer accepts the saved cursor. */
-function isRefusedCursor(e: unknown): boolean {
-  return e instanceof ApiError && e.status === 400;
+/**
+ * A read resumed in a later run may have passed rows that changed since its first attempt began:
+ * one incremental walk from then (minus the lookback) reads them, so the resumed task ends as
+ * exact as an uninterrupted one, and the watermark moves to the catch-up's own start.
+ */
+async function catchUp(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress, req: ListRequest): Promise<void> {
+  if (!plan.spec.updatedAtField || !progress.startedAt) return;
+  const after = updatedAfterParam(progress.startedAt.toISOString(), env.lookbackSeconds);
+  const requested = new Date();
+  const serverStart = await walkAll(plan, env, out, progress, req, [{ after }]);
+  progress.startedAt = serverStart ?? requested;
+}
+
+async function startRead(
+  plan: TaskPlan,
+  env: TaskEnv,
+  out: TaskOutput,
+  progress: ReadProgress,
+  req: ListRequest,
+): Promise<Date | undefined> {
+  const field = plan.spec.updatedAtField;
+  if (plan.windows <= 1 || plan.mode !== 'full' || !field) return walkAll(plan, env, out, progress, req, [{}]);
+  // The first page, as one request (no page fetched ahead): its rows are written and sample the school.
+  const first = await env.client.getJson<{ data?: unknown; meta?: { pagination?: { next?: unknown; more?: unknown } } }>(req.path, {
+    domain: plan.school.domain,
+    token: plan.school.token,
+    query: { ...req.query, ...listQuery(plan, env) },
+    ctx: req.ctx,
+  });
+  const records = Array.isArray(first.body?.data) ? first.body.data : [];
+  await out.writeRecords(records);
+  progress.rows += records.length;
+  progress.pages += 1;
+  const pagination = first.body?.meta?.pagination;
+  if (pagination?.more === false || typeof pagination?.next !== 'string' || pagination.next === '') return first.serverDate;
+  const stamps = records.map((r) => updatedAtMs(r, field)).filter((t): t is number => t !== undefined);
+  const until = first.serverDate ?? new Date();
+  const { windows, boundaries } = splitByTime(new Date(stamps.length ? Math.min(...stamps) : 0), until, plan.windows);
+  const dedupe = new WindowDedupe(boundaries, field, plan.spec.key[0] ?? 'id');
+  dedupe.remember(records);
+  progress.startedAt ??= until;
+  await walkAll(plan, env, out, progress, req, windows, boundaries, dedupe);
+  return first.serverDate;
+}
+
+async function walkAll(
+  plan: TaskPlan,
+  env: TaskEnv,
+  out: TaskOutput,
+  progress: ReadProgress,
+  req: ListRequest,
+  walks: Walk[],
+  boundaries?: number[],
+  dedupe = boundaries?.length
+    ? new WindowDedupe(boundaries, plan.spec.updatedAtField ?? 'updated_at', plan.spec.key[0] ?? 'id')
+    : undefined,
+): Promise<Date | undefined> {
+  let serverStart: Date | undefined;
+  const state = walks.map((w) => ({ ...w }));
+  return runWalks(state, {
+    pages: (w) =>
+      env.client.paginate(req.path, {
+        domain: plan.school.domain,
+        token: plan.school.token,
+        rowKey: rowKeyOf(plan.spec.key),
+        query: { ...req.query, ...(w.after ? { updated_after: w.after } : {}), ...(w.before ? { updated_before: w.before } : {}) },
+        mode: 'cursor',
+        perPage: env.perPage,
+        include: plan.spec.children?.map((c) => c.include),
+        ctx: req.ctx,
+        ...(w.next ? { from: w.next } : {}),
+        // windows drop duplicate ids from rows here, so their pages stay rows
+        ...(env.decode && !dedupe ? { decode: env.decode } : {}),
+      }),
+    write: async (records, encoded) => {
+      if (encoded !== undefined) {
+        // encoded by src/encode; its decoder set `encoded` to the page's PageResult
+        const page = await (encoded as Promise<PageResult>);
+        await out.writeEncoded(page);
+        progress.rows += page.records;
+        return;
+      }
+      await out.writeRecords(records);
+      progress.rows += records.length;
+    },
+    pageDone: (batch) => {
+      serverStart ??= batch.serverDate;
+      progress.pages += 1;
+      progress.bytes += batch.bytes;
+      env.onProgress?.({ rows: progress.rows, pages: progress.pages, bytes: progress.bytes });
+    },
+    checkpoint: async (current) => {
+      progress.startedAt ??= serverStart ?? new Date();
+      await commitCheckpoint(plan, env, out, progress, {
+        walks: current.map((w) => ({ ...w })),
+        ...(boundaries?.length ? { boundaries } : {}),
+      });
+    },
+    timer: env.checkpoints.start(progress.pages),
+    pagesRead: () => progress.pages,
+    ...(dedupe ? { dedupe } : {}),
+    ...(env.signal ? { signal: env.signal } : {}),
+  });
+}
+
+/** The list query a page of this task carries (what paginate adds on its own). */
+function listQuery(plan: TaskPlan, env: TaskEnv): Record<string, string | number | boolean> {
+  const include = plan.spec.children?.map((c) => c.include) ?? [];
+  return { per_page: env.perPage, cursor: true, ...(include.length ? { include: include.join(',') } : {}) };
 }
 
 function pieceTask(
@@ -271,7 +362,14 @@ function pieceTask(
   };
 }
 
-async function commitCheckpoint(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress, nextUrl: string): Promise<void> {
+async function commitCheckpoint(
+  plan: TaskPlan,
+  env: TaskEnv,
+  out: TaskOutput,
+  progress: ReadProgress,
+  cursor: { walks: Walk[]; boundaries?: number[] },
+): Promise<void> {
+  await env.admit(); // before anything of the piece is written under a final name
   const piece = await out.commit();
   if (out.keys) {
     const chunk = await writeKeyChunk(env.sink, plan, progress.snapshot, progress.seq + 1, out.keys);
@@ -282,7 +380,7 @@ async function commitCheckpoint(plan: TaskPlan, env: TaskEnv, out: TaskOutput, p
   const checkpoint: NonNullable<ResourceState['checkpoint']> = {
     snapshot: progress.snapshot,
     seq: progress.seq + 1,
-    next_url: nextUrl,
+    ...cursor,
     pages: progress.pages,
     rows: progress.rows,
     started_at: progress.startedAt!.toISOString(),
@@ -296,6 +394,7 @@ async function commitCheckpoint(plan: TaskPlan, env: TaskEnv, out: TaskOutput, p
 }
 
 async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<void> {
+  await env.admit(); // before anything of the piece is written under a final name
   let snapshotIdsFile: string | undefined;
   const obsolete: string[] = [];
   if (out.keys) {
@@ -321,6 +420,7 @@ async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progre
     snapshotIdsFile,
     forceFullSeq: plan.forceFullSeq,
     scopeMasked: plan.scopeMasked,
+    personalData: env.personalData?.fingerprint,
   };
   await env.commit({ task, deletions: piece.deletions, state: (prev) => promoteResource(prev, read), obsolete });
   progress.seq += 1;

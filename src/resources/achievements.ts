@@ -14,7 +14,7 @@ export const achievements: ResourceSpec = schoolList(
     f('class', 'string', true),
     f('points', 'integer', true),
     f('total_points', 'integer', true),
-    f('comment', 'string', true),
+    f('comment', 'string', true, 'free_text'),
     f('parents_notified', 'boolean', true),
     f('achievement_date', 'datetime', true),
     f('action_date', 'datetime', true),
@@ -23,10 +23,16 @@ export const achievements: ResourceSpec = schoolList(
   ],
   {
     // Fields of included students/employees are not part of the contract (spec 2.13): only the id
-    // is declared; everything else is flattened generically and kept as drift.
+    // is declared; everything else is flattened generically and kept as drift, and classified by
+    // the name rules of src/privacy/name-rules.ts (these are tables of people).
     children: [
-      { include: 'students', table: 'achievement_students', parentKey: 'achievement_id', columns: [f('id')] },
-      { include: 'employees', table: 'achievement_employees', parentKey: 'achievement_id', columns: [f('id')] },
+      { include: 'students', table: 'achievement_students', parentKey: 'achievement_id', columns: [f('id', 'string', false, 'person_id')] },
+      {
+        include: 'employees',
+        table: 'achievement_employees',
+        parentKey: 'achievement_id',
+        columns: [f('id', 'string', false, 'person_id')],
+      },
     ],
     deletionType: 'achievement',
   },

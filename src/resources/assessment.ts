@@ -19,9 +19,10 @@ export const assessmentAspects: ResourceSpec = schoolList('assessment_aspects', 
 export const assessmentResults: ResourceSpec = schoolList('assessment_results', '/schools/{school_id}/assessment/results', [
   f('id'),
   f('mis_id', 'string_or_integer', true),
-  f('result', 'string', true),
+  // a result of a COMMENT aspect is a teacher's text about the child: free text (grade_value keeps the number)
+  f('result', 'string', true, 'free_text'),
   f('grade_value', 'decimal_text', true),
-  f('student', 'string', true),
+  f('student', 'string', true, 'person_id'),
   f('aspect', 'string', true),
   f('resultset', 'string', true),
   f('collection_date', 'datetime', true),

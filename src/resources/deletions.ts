@@ -8,10 +8,21 @@ import type { ResourceSpec } from './types.ts';
  *  - table: the exported table the deleted row belongs to, null when no exported table holds it.
  * Key ['type', 'id'].
  */
+/** Deletion types (spec 4.4) whose records name a person: their id and mis_id are person ids. */
+export const PERSON_DELETION_TYPES: readonly string[] = [
+  'student',
+  'student_pre_admission',
+  'student_leaver',
+  'contact',
+  'employee',
+  'person',
+];
+const OF_A_PERSON = { column: 'type', in: PERSON_DELETION_TYPES };
+
 export const DELETION_FIELDS = [
   f('type'),
-  f('id'),
-  f('mis_id', 'string_or_integer', true),
+  { ...f('id', 'string', false, 'person_id'), personalWhen: OF_A_PERSON },
+  { ...f('mis_id', 'string_or_integer', true, 'person_id'), personalWhen: OF_A_PERSON },
   f('deleted_at', 'datetime', true),
   f('restored_at', 'datetime', true),
   f('detected_by'),

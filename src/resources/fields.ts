@@ -1,8 +1,9 @@
+import type { PersonalClass } from '../table.ts';
 import type { FieldSpec, FieldType, ResourceSpec } from './types.ts';
 
-/** Terse field declarations: `f('name')`, `f('points', 'integer', true)`. */
-export function f(path: string, type: FieldType = 'string', nullable = false): FieldSpec {
-  return { path, type, nullable };
+/** Terse field declarations: `f('name')`, `f('points', 'integer', true)`, `f('comment', 'string', true, 'free_text')`. */
+export function f(path: string, type: FieldType = 'string', nullable = false, personal?: PersonalClass): FieldSpec {
+  return personal ? { path, type, nullable, personal } : { path, type, nullable };
 }
 
 /** The service's audit pair, present on most resources. */

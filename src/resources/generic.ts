@@ -1,3 +1,4 @@
+import { isPersonTable, OWN_ID } from '../privacy/name-rules.ts';
 import { f, singular } from './fields.ts';
 import type { FieldSpec, ResourceSpec } from './types.ts';
 
@@ -39,7 +40,12 @@ export function genericResource(def: GenericResourceDef): ResourceSpec {
   const key = def.key ?? ['id'];
   const declared = def.fields ?? [];
   // key columns are always columns, even when the declared fields leave them out
-  const fields = [...key.filter((k) => !declared.some((d) => d.path === k)).map((k) => f(k)), ...declared];
+  // In a table of people (students, contacts...) the id is a person id (docs/personal-data.md).
+  const own = (table: string, k: string) => (isPersonTable(table) && OWN_ID.test(k) ? 'person_id' : undefined);
+  const fields = [
+    ...key.filter((k) => !declared.some((d) => d.path === k)).map((k) => f(k, 'string', false, own(def.name, k))),
+    ...declared,
+  ];
   const parent = singular(def.name);
   const incremental = def.incremental ?? true;
   return {
@@ -51,12 +57,10 @@ export function genericResource(def: GenericResourceDef): ResourceSpec {
     incremental,
     fields,
     key,
-    children: (def.include ?? []).map((inc) => ({
-      include: inc,
-      table: `${parent}_${inc.replace(/\./g, '__')}`,
-      parentKey: `${parent}_id`,
-      columns: [f('id', 'string', true)],
-    })),
+    children: (def.include ?? []).map((inc) => {
+      const table = `${parent}_${inc.replace(/\./g, '__')}`;
+      return { include: inc, table, parentKey: `${parent}_id`, columns: [f('id', 'string', true, own(table, 'id'))] };
+    }),
     deletionType: def.deletionType ?? KNOWN_DELETION_TYPES[def.name],
     updatedAtField: incremental ? 'updated_at' : undefined,
   };

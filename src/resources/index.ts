@@ -35,5 +35,5 @@ export function resourceByName(name: string): ResourceSpec | undefined {
 
 export { tableSchemas, columnName, fieldColumns } from './schema.ts';
 export { genericResource, type GenericResourceDef } from './generic.ts';
-export { deletionsFor, DELETION_FIELDS } from './deletions.ts';
+export { deletionsFor, DELETION_FIELDS, PERSON_DELETION_TYPES } from './deletions.ts';
 export type { ChildSpec, FieldSpec, FieldType, ResourceSpec } from './types.ts';

@@ -1,3 +1,5 @@
+import type { PersonalClass } from '../table.ts';
+
 /**
  * A resource is data, not code: its endpoint, its declared fields and how its rows are keyed.
  * The flattener compiles one of these once per run; the pipeline reads path/query/paging from it.
@@ -19,6 +21,10 @@ export interface FieldSpec {
   path: string;
   type: FieldType;
   nullable: boolean;
+  /** What the field holds about a person (the data map, docs/personal-data.md); absent: nothing. */
+  personal?: PersonalClass;
+  /** `personal` applies only to rows whose `column` holds one of `in`. */
+  personalWhen?: { column: string; in: readonly string[] };
 }
 
 export interface ChildSpec {

@@ -1,14 +1,22 @@
 /**
- * The control surface tests, the demo and the benchmark use to look at and change the sandbox:
- * in process (SandboxControl) and over HTTP under /_control (controlHttp), same operations.
+ * The control surface tests, the demo and the benchmark use to look at and change the sandbox,
+ * in process. The same operations over HTTP under /_control live in control-http.ts.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ACCESS_STATES, type AccessState } from './fixtures.ts';
-import { FAULT_KINDS, type FaultRule } from './faults.ts';
-import { HttpError, readJson, sendError, sendJson, tokenOf } from './http-util.ts';
+import type { FaultRule } from './faults.ts';
+import { checkMatch, type Hold, type RequestHook, type RequestMatch } from './hooks.ts';
+import { HttpError } from './http-util.ts';
 import { resourceName, type Rec, type ResourceName, type SchoolData } from './school-data.ts';
-import type { WebhookDelivery } from './webhooks.ts';
-import type { RequestLogEntry, SchoolState, World } from './world.ts';
+import { checkWebhookUrl, type WebhookDelivery } from './webhooks.ts';
+import {
+  ITEM_ENVELOPES,
+  REGION_MODES,
+  type ItemEnvelope,
+  type RegionMode,
+  type RequestLogEntry,
+  type SchoolState,
+  type World,
+} from './world.ts';
 
 export interface SandboxControl {
   /** Current API objects of a resource (achievements with students and employees embedded; 'deletions' too). Materialises them all. */
@@ -22,14 +30,35 @@ export interface SandboxControl {
   restore(schoolId: string, resource: string, id: string): Rec | null;
   add(schoolId: string, resource: string, n: number): string[];
   setAccess(schoolId: string, state: AccessState): Promise<void>;
+  /**
+   * Marks a school inactive (true) or active again (false): every path under /schools/{id}/ and
+   * /meta/schools/{id} answers 423 school_inactive; its access state and discovery lists are unchanged.
+   */
+  setInactive(schoolId: string, inactive: boolean): void;
   migrate(schoolId: string, phase: 'scheduled' | 'completed'): Promise<void>;
   writeback(schoolId: string, type?: string): string;
   fault(rule: FaultRule): void;
   clearFaults(): void;
   latency(ms: number): void;
+  /** Every cursor issued before this call answers 400 (code cursor_expired) when used; new walks work. */
+  invalidateCursors(): void;
+  /** Item URLs answer the object itself ('bare') or { data: object } ('data'). */
+  setItemEnvelope(mode: ItemEnvelope): void;
+  /** Where a school's paths answer: 'lenient' (default) or 'strict' (only at its own regional domain). */
+  setRegionMode(mode: RegionMode): void;
   requests(): RequestLogEntry[];
+  /** Empties the request log and starts counting pages (for hold/onRequest) from 1 again. */
   clearRequests(): void;
+  /**
+   * Holds the first request matching `match` before it is answered, until `release()`.
+   * `reached` resolves (with the request) when it arrives. See docs/sandbox.md "Mid-run events".
+   */
+  hold(match: RequestMatch): Hold;
+  /** Runs (and awaits) `fn` before answering every matching request; returns the unsubscribe function. */
+  onRequest(match: RequestMatch, fn: RequestHook): () => void;
   webhooks(): WebhookDelivery[];
+  /** Where webhooks go from now on (http or https URL); null stops sending them. */
+  setWebhookUrl(url: string | null): void;
   /** Resolves once every webhook queued so far was attempted. */
   flushWebhooks(): Promise<void>;
   clock(): Date;
@@ -37,6 +66,15 @@ export interface SandboxControl {
 }
 
 const FULL = { full: true };
+
+function checkedMatch(m: RequestMatch): RequestMatch {
+  try {
+    checkMatch(m);
+  } catch (e) {
+    throw new HttpError(400, (e as Error).message);
+  }
+  return m;
+}
 
 export function createControl(world: World): SandboxControl {
   const school = (id: string): SchoolState => {
@@ -100,6 +138,10 @@ export function createControl(world: World): SandboxControl {
       if (!ACCESS_STATES.includes(state)) throw new HttpError(400, `state must be one of ${ACCESS_STATES.join(', ')}`);
       return world.setAccess(school(schoolId), state);
     },
+    setInactive(schoolId, inactive) {
+      if (typeof inactive !== 'boolean') throw new HttpError(400, 'inactive must be true or false');
+      school(schoolId).inactive = inactive;
+    },
     migrate(schoolId, phase) {
       if (phase !== 'scheduled' && phase !== 'completed') throw new HttpError(400, 'phase must be scheduled or completed');
       return world.migrate(school(schoolId), phase);
@@ -117,79 +159,39 @@ export function createControl(world: World): SandboxControl {
       if (!Number.isFinite(ms) || ms < 0) throw new HttpError(400, 'latency must be a non-negative number of ms');
       world.latencyMs = ms;
     },
+    invalidateCursors() {
+      world.cursorEpoch++;
+    },
+    setItemEnvelope(mode) {
+      if (!ITEM_ENVELOPES.includes(mode)) throw new HttpError(400, `item envelope must be one of ${ITEM_ENVELOPES.join(', ')}`);
+      world.itemEnvelope = mode;
+    },
+    setRegionMode(mode) {
+      if (!REGION_MODES.includes(mode)) throw new HttpError(400, `region mode must be one of ${REGION_MODES.join(', ')}`);
+      world.regionMode = mode;
+    },
     requests: () => world.log.map((e) => ({ ...e })),
-    clearRequests: () => void world.log.splice(0),
+    clearRequests() {
+      world.log.splice(0);
+      world.hooks.resetCounts();
+    },
+    hold(match) {
+      return world.hooks.hold(checkedMatch(match));
+    },
+    onRequest(match, fn) {
+      return world.hooks.on(checkedMatch(match), fn);
+    },
     webhooks: () => world.webhooks.deliveries.map((d) => ({ ...d })),
+    setWebhookUrl(url) {
+      if (url === null) return world.webhooks.setUrl(undefined);
+      try {
+        world.webhooks.setUrl(checkWebhookUrl(String(url)));
+      } catch (e) {
+        throw new HttpError(400, (e as Error).message);
+      }
+    },
     flushWebhooks: () => world.webhooks.flush(),
     clock: () => world.now(),
     now: () => world.now(),
-  };
-}
-
-type Route = [string, RegExp, (c: SandboxControl, m: string[], body: Rec) => unknown];
-const S = '/_control/schools/(A\\d+)';
-const CONTROL_ROUTES: Route[] = [
-  ['GET', /^\/_control\/clock$/, (c) => ({ now: c.now().toISOString() })],
-  ['GET', /^\/_control\/requests$/, (c) => ({ data: c.requests() })],
-  ['DELETE', /^\/_control\/requests$/, (c) => (c.clearRequests(), { success: true })],
-  ['GET', /^\/_control\/webhooks$/, async (c) => (await c.flushWebhooks(), { data: c.webhooks() })],
-  ['POST', /^\/_control\/faults$/, (c, _m, b) => (c.fault(faultFromJson(b)), { success: true })],
-  ['DELETE', /^\/_control\/faults$/, (c) => (c.clearFaults(), { success: true })],
-  ['PUT', /^\/_control\/latency$/, (c, _m, b) => (c.latency(Number(b.ms)), { success: true })],
-  [
-    'PUT',
-    new RegExp(`^${S}/access$`),
-    async (c, [id], b) => (await c.setAccess(id, b.state as AccessState), { success: true, state: b.state }),
-  ],
-  ['POST', new RegExp(`^${S}/migrate$`), async (c, [id], b) => (await c.migrate(id, b.phase as 'scheduled'), { success: true })],
-  [
-    'POST',
-    new RegExp(`^${S}/writeback$`),
-    (c, [id], b) => ({ writeback_id: c.writeback(id, typeof b.type === 'string' ? b.type : undefined) }),
-  ],
-  ['GET', new RegExp(`^${S}/([a-z_]+)$`), (c, [id, r]) => ({ data: c.records(id, r) })],
-  ['POST', new RegExp(`^${S}/([a-z_]+)$`), (c, [id, r], b) => ({ ids: c.add(id, r, Number(b.n ?? 1)) })],
-  [
-    'GET',
-    new RegExp(`^${S}/([a-z_]+)/([^/]+)$`),
-    (c, [id, r, item]) => {
-      const v = c.get(id, r, item);
-      if (!v) throw new HttpError(404, `no ${r} ${item}`);
-      return { data: v };
-    },
-  ],
-  ['PATCH', new RegExp(`^${S}/([a-z_]+)/([^/]+)$`), (c, [id, r, item], b) => ({ data: c.update(id, r, item, b) })],
-  ['DELETE', new RegExp(`^${S}/([a-z_]+)/([^/]+)$`), (c, [id, r, item]) => ({ data: c.remove(id, r, item) })],
-  ['POST', new RegExp(`^${S}/([a-z_]+)/([^/]+)/restore$`), (c, [id, r, item]) => ({ data: c.restore(id, r, item) })],
-];
-
-function faultFromJson(b: Rec): FaultRule {
-  if (!FAULT_KINDS.includes(b.kind as never)) throw new HttpError(400, `kind must be one of ${FAULT_KINDS.join(', ')}`);
-  const rule: FaultRule = { kind: b.kind as FaultRule['kind'] };
-  if (b.times !== undefined) rule.times = Number(b.times);
-  if (typeof b.path === 'string') rule.path = b.path;
-  if (typeof b.pathRegex === 'string') rule.path = new RegExp(b.pathRegex);
-  if (typeof b.retryAfter === 'number' || typeof b.retryAfter === 'string') rule.retryAfter = b.retryAfter;
-  if (b.delayMs !== undefined) rule.delayMs = Number(b.delayMs);
-  if (typeof b.region === 'string') rule.region = b.region;
-  return rule;
-}
-
-export function controlHttp(world: World, control: SandboxControl) {
-  return async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> => {
-    try {
-      if (tokenOf(req) !== world.fullToken) throw new HttpError(401, 'the control API needs the full sandbox token');
-      for (const [method, re, fn] of CONTROL_ROUTES) {
-        const m = re.exec(url.pathname.replace(/\/+$/, ''));
-        if (!m || method !== req.method) continue;
-        const body = req.method === 'GET' || req.method === 'DELETE' ? {} : ((await readJson(req)) as Rec);
-        if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'body must be a JSON object');
-        return sendJson(req, res, 200, await fn(control, m.slice(1), body));
-      }
-      throw new HttpError(404, `no control route ${req.method} ${url.pathname}`);
-    } catch (e) {
-      if (e instanceof HttpError) return sendError(req, res, e);
-      throw e;
-    }
   };
 }

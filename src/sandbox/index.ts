@@ -1,19 +1,23 @@
 /**
- * The built-in imitation of the service (spec: /work/shared/spec/service-api.md), seeded and
- * deterministic: one node:http listener per region, discovery and the /_control API on the
- * default (uk) one. See docs/sandbox.md for every choice made where the spec is silent.
+ * The built-in imitation of the service (spec: "the service API Specification",
+ * ../shared/spec/service-api.md from the repository root), seeded and deterministic: one
+ * node:http listener per region, discovery and the /_control API on the default (uk) one. See docs/sandbox.md for every choice made where the spec is silent.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { controlHttp, createControl, type SandboxControl } from './control.ts';
+import { createControl, type SandboxControl } from './control.ts';
+import { checkWebhookUrl } from './webhooks.ts';
+import { delay } from './http-util.ts';
+import { controlHttp } from './control-http.ts';
 import { REGIONS } from './fixtures.ts';
 import { requestHandler, type Listener } from './router.ts';
-import { World } from './world.ts';
+import { ITEM_ENVELOPES, REGION_MODES, World, type ItemEnvelope, type RegionMode } from './world.ts';
 
 export type { SandboxControl } from './control.ts';
 export type { FaultRule, FaultKind } from './faults.ts';
+export type { Hold, RequestHook, RequestInfo, RequestMatch } from './hooks.ts';
 export type { AccessState } from './fixtures.ts';
-export type { RequestLogEntry } from './world.ts';
+export type { ItemEnvelope, RegionMode, RequestLogEntry } from './world.ts';
 export type { WebhookDelivery } from './webhooks.ts';
 
 export interface SandboxOptions {
@@ -25,6 +29,14 @@ export interface SandboxOptions {
   updatedAfterZone?: 'UTC' | 'Europe/London';
   webhookUrl?: string;
   latencyMs?: number;
+  /** How the sandbox waits for slow faults and latency (default: a real timer). Tests pass one that records the delays. */
+  sleep?: (ms: number) => Promise<void>;
+  /** Cursors older than this (server clock) answer 400 cursor_expired; default: they never expire. */
+  cursorMaxAgeMs?: number;
+  /** Item URLs answer the object itself ('bare', spec 2.1, default) or { data: object }. */
+  itemEnvelope?: ItemEnvelope;
+  /** Where a school's paths answer (see docs/sandbox.md "Regions"); default 'lenient'. */
+  regionMode?: RegionMode;
   host?: string;
   port?: number;
 }
@@ -47,6 +59,7 @@ export interface Sandbox {
 export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
   const schools = opts.schools ?? 6;
   if (!Number.isInteger(schools) || schools < 0 || schools > 8999) throw new Error('schools must be an integer from 0 to 8999');
+  if (opts.cursorMaxAgeMs !== undefined && !(opts.cursorMaxAgeMs >= 0)) throw new Error('cursorMaxAgeMs must be a non-negative number');
   const world = new World({
     seed: opts.seed ?? 1,
     schools,
@@ -55,7 +68,11 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     maxPerPage: opts.maxPerPage ?? 1000,
     naiveZone: opts.updatedAfterZone ?? 'UTC',
     latencyMs: opts.latencyMs ?? 0,
-    webhookUrl: opts.webhookUrl,
+    sleep: opts.sleep ?? delay,
+    webhookUrl: opts.webhookUrl === undefined ? undefined : checkWebhookUrl(opts.webhookUrl),
+    cursorMaxAgeMs: opts.cursorMaxAgeMs,
+    itemEnvelope: oneOf('itemEnvelope', opts.itemEnvelope ?? 'bare', ITEM_ENVELOPES),
+    regionMode: oneOf('regionMode', opts.regionMode ?? 'lenient', REGION_MODES),
   });
   const control = createControl(world);
   const onControl = controlHttp(world, control);
@@ -93,12 +110,18 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     control,
     close() {
       closing ??= (async () => {
+        world.hooks.releaseAll();
         await world.webhooks.flush();
         await Promise.all(servers.map((s) => closeServer(s)));
       })();
       return closing;
     },
   };
+}
+
+function oneOf<T extends string>(name: string, value: T, allowed: readonly T[]): T {
+  if (!allowed.includes(value)) throw new Error(`${name} must be one of ${allowed.join(', ')} (got ${JSON.stringify(value)})`);
+  return value;
 }
 
 function closeServer(s: Server): Promise<void> {

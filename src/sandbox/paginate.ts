@@ -17,36 +17,61 @@ export interface PageParams {
   cursor: null | 'start' | { k: number; p: number };
 }
 
+/** Which cursors this server still honours: those of the current epoch, and not older than maxAgeMs. */
+export interface CursorPolicy {
+  /** Bumped by control.invalidateCursors(): every cursor issued before is refused. */
+  epoch: number;
+  maxAgeMs?: number;
+  /** Server now, in ms (stamped into new cursors, compared with old ones). */
+  nowMs: number;
+}
+
 const POSITIVE_INT = /^[1-9]\d{0,8}$/;
 
-export function parsePageParams(q: URLSearchParams, maxPerPage: number): PageParams {
+export function parsePageParams(q: URLSearchParams, maxPerPage: number, policy: CursorPolicy): PageParams {
   const pp = q.get('per_page');
   if (pp !== null && !POSITIVE_INT.test(pp)) throw new HttpError(400, 'per_page must be a positive integer');
   const pg = q.get('page');
   if (pg !== null && !POSITIVE_INT.test(pg)) throw new HttpError(400, 'page must be a positive integer');
   const perPage = pp === null ? DEFAULT_PER_PAGE : Math.min(Number(pp), maxPerPage);
-  return { perPage, perPageGiven: pp !== null, page: pg === null ? 1 : Number(pg), cursor: parseCursor(q.get('cursor')) };
+  return { perPage, perPageGiven: pp !== null, page: pg === null ? 1 : Number(pg), cursor: parseCursor(q.get('cursor'), policy) };
 }
 
-function parseCursor(c: string | null): PageParams['cursor'] {
+interface CursorFields {
+  k: number; // last key served
+  p: number; // page number of the page it leads to
+  e: number; // epoch it was issued in
+  t?: number; // server time it was issued, ms: only when cursors expire (keeps responses byte-identical otherwise)
+}
+
+function parseCursor(c: string | null, policy: CursorPolicy): PageParams['cursor'] {
   if (c === null || c === 'false' || c === '0' || c === '') return null;
   if (c === 'true' || c === '1') return 'start';
-  const m = /^c1\.([A-Za-z0-9_-]+)$/.exec(c);
-  if (m) {
-    try {
-      const v = JSON.parse(Buffer.from(m[1], 'base64url').toString('utf8')) as { k?: unknown; p?: unknown };
-      if (Number.isSafeInteger(v.k) && Number.isSafeInteger(v.p) && (v.p as number) > 1) {
-        return { k: v.k as number, p: v.p as number };
-      }
-    } catch {
-      // fall through to the 400 below
-    }
+  const v = decodeCursor(c);
+  if (!v) throw new HttpError(400, 'cursor is not a cursor this server issued (use cursor=true to start)', 'invalid_cursor');
+  const tooOld = policy.maxAgeMs !== undefined && (v.t === undefined || policy.nowMs - v.t > policy.maxAgeMs);
+  if (v.e !== policy.epoch || tooOld) {
+    throw new HttpError(400, 'cursor is invalid or has expired; start the walk again with cursor=true', 'cursor_expired');
   }
-  throw new HttpError(400, 'cursor is not a cursor this server issued (use cursor=true to start)');
+  return { k: v.k, p: v.p };
 }
 
-export function encodeCursor(k: number, p: number): string {
-  return 'c1.' + Buffer.from(JSON.stringify({ k, p })).toString('base64url');
+function decodeCursor(c: string): CursorFields | null {
+  const m = /^c2\.([A-Za-z0-9_-]+)$/.exec(c);
+  if (!m) return null;
+  try {
+    const v = JSON.parse(Buffer.from(m[1], 'base64url').toString('utf8')) as Partial<CursorFields>;
+    const ints = [v.k, v.p, v.e].every((x) => Number.isSafeInteger(x)) && (v.t === undefined || Number.isSafeInteger(v.t));
+    return ints && v.p! > 1 ? (v as CursorFields) : null;
+  } catch {
+    return null;
+  }
+}
+
+export function encodeCursor(k: number, p: number, policy: CursorPolicy): string {
+  const fields: CursorFields = { k, p, e: policy.epoch };
+  if (policy.maxAgeMs !== undefined) fields.t = policy.nowMs;
+  return 'c2.' + Buffer.from(JSON.stringify(fields)).toString('base64url');
 }
 
 export interface Page {
@@ -55,7 +80,7 @@ export interface Page {
 }
 
 /** One page of keys from `source`, with the pagination object the response carries (if any). */
-export function paginate(source: KeySource, pp: PageParams, selfUrl: URL): Page {
+export function paginate(source: KeySource, pp: PageParams, selfUrl: URL, policy: CursorPolicy): Page {
   const after = pp.cursor === null ? source.seek((pp.page - 1) * pp.perPage) : pp.cursor === 'start' ? -1 : pp.cursor.k;
   const keys: number[] = [];
   let more = false;
@@ -84,7 +109,7 @@ export function paginate(source: KeySource, pp: PageParams, selfUrl: URL): Page 
   return {
     keys,
     pagination: {
-      next: more ? withParams(selfUrl, { cursor: encodeCursor(last, pageNo + 1), page: null }) : null,
+      next: more ? withParams(selfUrl, { cursor: encodeCursor(last, pageNo + 1, policy), page: null }) : null,
       previous: null,
       more,
       // Cursor responses show per_page as text: the spec allows "integer or string" and clients must cope.

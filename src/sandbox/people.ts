@@ -63,3 +63,19 @@ export function renderEmployee(c: PersonCtx, i: number): Record<string, unknown>
     updated_at: dt(c.updated(i), c.zone),
   };
 }
+
+export const CONTACTS_PER_SCHOOL = 300;
+
+/** Contacts (parents, carers): the same person fields as employees, without initials. */
+export function renderContact(c: PersonCtx, i: number): Record<string, unknown> {
+  const h = rnd(c.stream, i, 3);
+  return {
+    id: c.id(i),
+    mis_id: String(7000 + i),
+    title: h % 8 === 0 ? null : pick(TITLES, h >>> 4),
+    forename: pick(FORENAMES, h),
+    surname: pick(SURNAMES, h >>> 8),
+    created_at: dt(c.created(i), 'UTC'),
+    updated_at: dt(c.updated(i), c.zone),
+  };
+}

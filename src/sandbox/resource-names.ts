@@ -7,6 +7,9 @@ export const RESOURCES = [
   'assessment_aspects',
   'assessment_resultsets',
   'assessment_results',
+  'contacts',
+  'groups',
+  'classes',
 ] as const;
 export type ResourceName = (typeof RESOURCES)[number];
 
@@ -22,11 +25,14 @@ export function resourceName(name: string): ResourceName | null {
   return ALIASES[name] ?? null;
 }
 
-/** Deletion type recorded when a row of the resource is removed; assessment items and attributes have none. */
+/** Deletion type recorded when a row of the resource is removed (spec 4.4); assessment items and attributes have none. */
 export const DELETION_TYPE: Partial<Record<ResourceName, string>> = {
   achievements: 'achievement',
   students: 'student',
   employees: 'employee',
+  contacts: 'contact',
+  groups: 'group',
+  classes: 'class',
 };
 
 /** Base timeline per resource: first updated_at, spacing, and a jitter below the spacing (so updated_at grows with i). */
@@ -38,6 +44,9 @@ export const TIMELINE: Record<ResourceName, { start: string; stepUs: number }> =
   assessment_aspects: { start: '2024-02-01T09:00:00Z', stepUs: 86_400_000_000 },
   assessment_resultsets: { start: '2024-02-15T09:00:00Z', stepUs: 86_400_000_000 },
   assessment_results: { start: '2024-03-01T09:00:00Z', stepUs: 600_000_000 },
+  contacts: { start: '2023-09-04T07:00:00Z', stepUs: 3_600_000_000 },
+  groups: { start: '2023-09-01T08:00:00Z', stepUs: 86_400_000_000 },
+  classes: { start: '2023-09-01T09:00:00Z', stepUs: 86_400_000_000 },
 };
 
 /** Base rows' updated_at stay within this span from their start (about 18 months). */

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RegionDef } from './fixtures.ts';
 import type { FaultRule } from './faults.ts';
-import { HttpError, delay, sendError, sendJson, tokenOf } from './http-util.ts';
+import { HttpError, sendError, sendJson, tokenOf } from './http-util.ts';
 import type { Ctx, Handler } from './route-kit.ts';
 import * as D from './routes-data.ts';
 import * as S from './routes-schools.ts';
@@ -40,6 +40,10 @@ const ROUTES: [string, RegExp, Handler][] = [
   ['GET', new RegExp(`^/schools/${ID}/assessment/results/([^/]+)$`), D.results.item],
   ['GET', new RegExp(`^/schools/${ID}/assessment/resultsets$`), D.resultsets.list],
   ['GET', new RegExp(`^/schools/${ID}/assessment/resultsets/([^/]+)$`), D.resultsets.item],
+  ...(['students', 'employees', 'contacts', 'groups', 'classes'] as const).flatMap((r): [string, RegExp, Handler][] => [
+    ['GET', new RegExp(`^/schools/${ID}/${r}$`), D[r].list],
+    ['GET', new RegExp(`^/schools/${ID}/${r}/([^/]+)$`), D[r].item],
+  ]),
 ];
 
 const MAX_LOG = 200_000;
@@ -62,7 +66,7 @@ export function requestHandler(world: World, listener: () => Listener, control: 
 }
 
 async function handle(world: World, l: Listener, control: ControlHandler, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? '/', l.origin);
+  const url = new URL(req.url ?? '/', requestOrigin(req, l.origin));
   res.setHeader('date', world.now().toUTCString());
   if (l.isDefault && (url.pathname === '/_control' || url.pathname.startsWith('/_control/'))) return control(req, res, url);
   const entry: RequestLogEntry = {
@@ -77,14 +81,18 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
   world.log.push(entry);
   res.on('finish', () => (entry.status = res.statusCode));
 
+  // Hooks first: a test that holds "page 3" sees it before any fault or latency applies to it.
+  const info = world.hooks.describe(entry.method, entry.path, l.region.code, entry.host);
+  if (world.hooks.active) await world.hooks.run(info);
+
   const fault = world.faults.take(entry.path, l.region.code);
   if (fault?.kind === 'reset') {
     req.socket.destroy();
     return;
   }
-  if (fault?.kind === 'slow') await delay(fault.delayMs ?? 1000);
+  if (fault?.kind === 'slow') await world.sleep(fault.delayMs ?? 1000);
   if (fault && /^\d+$/.test(fault.kind)) return sendError(req, res, faultError(fault));
-  await delay(world.latencyMs);
+  if (world.latencyMs > 0) await world.sleep(world.latencyMs);
 
   try {
     const token = tokenOf(req);
@@ -111,6 +119,26 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
   } catch (e) {
     if (e instanceof HttpError) return sendError(req, res, e);
     throw e;
+  }
+}
+
+/**
+ * The origin the client addressed: its Host header (and X-Forwarded-Proto when a proxy set it),
+ * so `next` URLs keep a client on the domain it was asked to use; the listener's own origin when
+ * the Host header is missing or unusable.
+ */
+function requestOrigin(req: IncomingMessage, fallback: string): string {
+  const host = req.headers.host;
+  if (!host || !/^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/.test(host)) return fallback;
+  const forwarded = String(req.headers['x-forwarded-proto'] ?? '')
+    .split(',')[0]!
+    .trim()
+    .toLowerCase();
+  const proto = forwarded === 'https' || forwarded === 'http' ? forwarded : 'http';
+  try {
+    return new URL(`${proto}://${host}`).origin;
+  } catch {
+    return fallback;
   }
 }
 

@@ -8,6 +8,7 @@ import {
   dateParam,
   gateSchool,
   includesOf,
+  itemReply,
   listReply,
   listReplyJson,
   requireFull,
@@ -77,7 +78,7 @@ function itemOf(ctx: Ctx, schoolId: string, r: ResourceName, itemId: string) {
 export const achievementItem: Handler = (ctx, [id, aid]) => {
   const inc = includesOf(ctx, ACH_INCLUDES);
   const { data, i } = itemOf(ctx, id, 'achievements', aid);
-  return { body: data.render('achievements', i, inc, ctx.scope) };
+  return itemReply(ctx, data.render('achievements', i, inc, ctx.scope));
 };
 
 export const achievementCreate: Handler = async (ctx, [id]) => {
@@ -86,7 +87,7 @@ export const achievementCreate: Handler = async (ctx, [id]) => {
   const data = ctx.world.data(s);
   const w = validateAchievement(data, body, false);
   const i = data.add('achievements', w.links, w.patch);
-  return { status: 201, body: data.render('achievements', i, ALL_ACH, ctx.scope) };
+  return itemReply(ctx, data.render('achievements', i, ALL_ACH, ctx.scope), 201);
 };
 
 export const achievementUpdate: Handler = async (ctx, [id, aid]) => {
@@ -94,7 +95,7 @@ export const achievementUpdate: Handler = async (ctx, [id, aid]) => {
   const body = await readJson(ctx.req);
   const w = validateAchievement(data, body, s.mis === 'SIMS');
   data.update('achievements', i, w.patch, w.links);
-  return { body: data.render('achievements', i, ALL_ACH, ctx.scope) };
+  return itemReply(ctx, data.render('achievements', i, ALL_ACH, ctx.scope));
 };
 
 export const achievementDelete: Handler = (ctx, [id, aid]) => {
@@ -139,12 +140,18 @@ function plainResource(r: ResourceName, includes: readonly string[], guard?: (ct
       guard?.(ctx);
       const inc = includesChecked(ctx, includes);
       const { data, i } = itemOf(ctx, id, r, itemId);
-      return { body: data.render(r, i, inc, ctx.scope) };
+      return itemReply(ctx, data.render(r, i, inc, ctx.scope));
     },
   };
 }
 
 export const attributes = plainResource('achievement_attributes', []);
+// Resources the spec leaves unshown (2.13), served minimally so custom_resources can be tried end to end.
+export const students = plainResource('students', []);
+export const employees = plainResource('employees', []);
+export const contacts = plainResource('contacts', []);
+export const groups = plainResource('groups', []);
+export const classes = plainResource('classes', []);
 export const aspects = plainResource('assessment_aspects', ['templates', 'results']);
 export const resultsets = plainResource('assessment_resultsets', ['templates', 'results']);
 export const results = plainResource('assessment_results', ['student', 'aspect', 'resultset'], (ctx) =>

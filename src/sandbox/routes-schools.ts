@@ -3,14 +3,15 @@ import { arraySource } from './collection.ts';
 import { ALPHA2, isApproved, type AccessState } from './fixtures.ts';
 import { HttpError, readJson } from './http-util.ts';
 import { KIND, makeId } from './record-ids.ts';
-import { dateParam, gateSchool, listReply, requireFull, type Handler, type Reply } from './route-kit.ts';
+import { dateParam, gateSchool, itemReply, listReply, requireFull, type Handler, type Reply } from './route-kit.ts';
 import type { Scope } from './school-data.ts';
+import { PROPERTY_PERMISSIONS, maskedProperties, propertyIdentity } from './scopes.ts';
 import { dt } from './time.ts';
 import type { SchoolState } from './world.ts';
 
 export function renderSchool(s: SchoolState, scope: Scope): Record<string, unknown> {
   const identifiers = { la_code: s.laCode, establishment_number: s.establishmentNumber, urn: s.urn };
-  return {
+  const out: Record<string, unknown> = {
     id: s.id,
     name: s.name,
     establishment_number: s.establishmentNumber,
@@ -18,11 +19,13 @@ export function renderSchool(s: SchoolState, scope: Scope): Record<string, unkno
     phase_of_education: s.phase,
     la_code: s.laCode,
     timezone: s.showTimezone ? s.zone : null,
-    mis: scope.full ? s.mis : null,
+    mis: s.mis,
     address: s.address,
     extended: s.extended,
     region: { code: s.region.code, domain: s.region.domain, school_url: `https://${s.region.domain}/v1.0/schools/${s.id}`, identifiers },
   };
+  for (const k of maskedProperties(scope, 'schools')) out[k] = null;
+  return out;
 }
 
 type ListName = 'approved' | 'all' | AccessState;
@@ -91,36 +94,28 @@ export function schoolList(list: ListName): Handler {
 
 export const oneSchool: Handler = (ctx, [id]) => {
   const s = ctx.world.byId.get(id);
-  // Discovery answers for every school on the default listener; regional ones only for their own.
-  if (!s || (!ctx.isDefault && s.region.code !== ctx.region.code)) throw new HttpError(404, `school ${id} not found`);
-  return { body: renderSchool(s, ctx.scope) };
+  // Lenient: discovery answers for every school on the default listener; regional ones (and every
+  // listener in the strict region mode) only for their own schools.
+  const anySchoolHere = ctx.isDefault && ctx.world.regionMode === 'lenient';
+  if (!s || (!anySchoolHere && s.region.code !== ctx.region.code)) throw new HttpError(404, `school ${id} not found`);
+  return itemReply(ctx, renderSchool(s, ctx.scope));
 };
 
 export const schoolMeta: Handler = (ctx, [id]) => {
   const s = gateSchool(ctx, id, 'item', false)!;
-  return {
-    body: {
-      data: {
-        online: s.state !== 'offline',
-        approved: isApproved(s.state) || s.state === 'offline',
-        audited: s.state === 'audited',
-        custom_attendance_codes: ctx.scope.full ? s.ord % 2 === 0 : null,
-      },
-    },
+  const data: Record<string, unknown> = {
+    online: s.state !== 'offline',
+    approved: isApproved(s.state) || s.state === 'offline',
+    audited: s.state === 'audited',
+    custom_attendance_codes: s.ord % 2 === 0,
   };
+  for (const k of maskedProperties(ctx.scope, 'school_meta')) data[k] = null;
+  return { body: { data } };
 };
 
 const PERMISSIONS = [
   { identity: 'schools.read', name: 'Read school', group: 'School', parent: null, optional: false, full: false },
   { identity: 'achievements.read', name: 'Read achievements', group: 'Achievements', parent: null, optional: false, full: false },
-  {
-    identity: 'achievements.comment.read',
-    name: 'Read achievement comments',
-    group: 'Achievements',
-    parent: 'achievements.read',
-    optional: true,
-    full: true,
-  },
   {
     identity: 'achievements.write',
     name: 'Create and edit achievements',
@@ -154,6 +149,15 @@ const PERMISSIONS = [
     full: true,
   },
   { identity: 'acl.read', name: 'Read the access control list', group: 'School', parent: null, optional: true, full: true },
+  // Property permissions: the limited token lacks them, so it reads those properties as null.
+  ...PROPERTY_PERMISSIONS.map((p) => ({
+    identity: propertyIdentity(p),
+    name: p.name,
+    group: p.group,
+    parent: p.parent,
+    optional: true,
+    full: true,
+  })),
 ];
 
 export const schoolPermissions: Handler = (ctx, [id]) => {
@@ -193,9 +197,14 @@ export const schoolAcl: Handler = (ctx, [id]) => {
 };
 
 export const requestAccess: Handler = async (ctx, [id]): Promise<Reply> => {
-  const s = gateSchool(ctx, id, 'item', false)!;
-  const body = (await readJson(ctx.req)) as { contacts?: unknown };
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new HttpError(400, 'request body must be a JSON object');
+  const s = gateSchool(ctx, id, 'access', false)!;
+  const raw = await readJson(ctx.req);
+  // Contacts are optional ("recommended"): no body, {} and [] (PHP's empty array, which the
+  // official client sends when given no contacts) all mean "no contacts".
+  const body = (Array.isArray(raw) && raw.length === 0 ? {} : raw) as { contacts?: unknown };
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new HttpError(400, 'request body must be a JSON object such as {"contacts": [...]} (or empty, {} or [] for no contacts)');
+  }
   if (body.contacts !== undefined) {
     if (!Array.isArray(body.contacts)) throw new HttpError(422, 'contacts must be an array');
     body.contacts.forEach((c: Record<string, unknown>, k: number) => {
@@ -210,7 +219,7 @@ export const requestAccess: Handler = async (ctx, [id]): Promise<Reply> => {
 };
 
 export const revokeAccess: Handler = async (ctx, [id]) => {
-  const s = gateSchool(ctx, id, 'item', false)!;
+  const s = gateSchool(ctx, id, 'access', false)!;
   await ctx.world.setAccess(s, 'revoked', false);
   return { body: { success: true, state: 'revoked', message: 'Access revoked' } };
 };

@@ -8,10 +8,20 @@ import { BASE_SPAN_US, DELETION_TYPE, RESOURCES, TIMELINE, type ResourceName } f
 import { EmbeddedPeople } from './embedded-people.ts';
 import { DeletionLog, seedDeletions, type DeletionEntry } from './deletions.ts';
 import { rnd, streamSeed } from './hash.ts';
-import { KIND, makeId, parseId } from './record-ids.ts';
-import { EMPLOYEES_PER_SCHOOL, STUDENTS_PER_SCHOOL, renderEmployee, renderStudent, type PersonCtx } from './people.ts';
+import { INDEX_BASE, KIND, STREAM_KIND, makeId, parseId } from './record-ids.ts';
+import {
+  CONTACTS_PER_SCHOOL,
+  EMPLOYEES_PER_SCHOOL,
+  STUDENTS_PER_SCHOOL,
+  renderContact,
+  renderEmployee,
+  renderStudent,
+  type PersonCtx,
+} from './people.ts';
+import { CLASSES_PER_SCHOOL, GROUPS_PER_SCHOOL, renderClass, renderGroup } from './groups.ts';
 import { ATTRIBUTES_PER_SCHOOL, achievementBase, attributeFields, type AchievementCtx } from './achievements.ts';
 import * as A from './assessment.ts';
+import { maskedProperties } from './scopes.ts';
 import type { Micros } from './time.ts';
 
 export { RESOURCES, resourceName, type ResourceName } from './resource-names.ts';
@@ -51,11 +61,14 @@ export class SchoolData {
       assessment_aspects: A.ASPECTS_PER_SCHOOL,
       assessment_resultsets: A.RESULTSETS_PER_SCHOOL,
       assessment_results: A.RESULTS_PER_SCHOOL,
+      contacts: CONTACTS_PER_SCHOOL,
+      groups: GROUPS_PER_SCHOOL,
+      classes: CLASSES_PER_SCHOOL,
     };
     const streams = {} as Record<ResourceName, number>;
     const cols = {} as Record<ResourceName, LazyCollection>;
     for (const r of RESOURCES) {
-      const stream = streamSeed(seed, ord, KIND[r]);
+      const stream = streamSeed(seed, ord, STREAM_KIND[r]);
       streams[r] = stream;
       const t0 = Date.parse(TIMELINE[r].start) * 1000 + ord * 3_600_000_000;
       // Huge schools get a denser timeline so base rows never reach the present (mutations must be newer).
@@ -69,21 +82,28 @@ export class SchoolData {
   }
 
   id(r: ResourceName, i: number): string {
-    return makeId(this.gen, this.ord, KIND[r], i);
+    return makeId(this.gen, this.ord, KIND[r], (INDEX_BASE[r] ?? 0) + i);
   }
 
   /** Row index of an id of this school, generation and resource, if it names a live row. */
   indexOf(r: ResourceName, id: string): number | null {
-    const p = parseId(id);
-    if (!p || p.gen !== this.gen || p.ord !== this.ord || p.kind !== KIND[r]) return null;
-    return this.cols[r].exists(p.i) ? p.i : null;
+    const i = this.rowOf(r, id);
+    return i !== null && this.cols[r].exists(i) ? i : null;
   }
 
   /** Like indexOf, but also finds removed rows (for restore). */
   anyIndexOf(r: ResourceName, id: string): number | null {
+    const i = this.rowOf(r, id);
+    return i !== null && (this.cols[r].exists(i) || this.cols[r].isDeleted(i)) ? i : null;
+  }
+
+  private rowOf(r: ResourceName, id: string): number | null {
     const p = parseId(id);
     if (!p || p.gen !== this.gen || p.ord !== this.ord || p.kind !== KIND[r]) return null;
-    return this.cols[r].exists(p.i) || this.cols[r].isDeleted(p.i) ? p.i : null;
+    const base = INDEX_BASE[r];
+    if (base === undefined) return p.i;
+    const i = p.i - base;
+    return i >= 0 && i < 1_000_000_000 ? i : null;
   }
 
   created(r: ResourceName, i: number): Micros {
@@ -94,9 +114,10 @@ export class SchoolData {
     return this.cols[r].updatedOf(i);
   }
 
-  private personCtx: Partial<Record<'students' | 'employees', PersonCtx>> = {};
+  private personCtx: Partial<Record<ResourceName, PersonCtx>> = {};
 
-  private person(r: 'students' | 'employees'): PersonCtx {
+  /** What a renderer of row i needs (stream, zone, id and times), made once per resource. */
+  private person(r: ResourceName): PersonCtx {
     return (this.personCtx[r] ??= {
       stream: this.streams[r],
       zone: this.zone,
@@ -134,7 +155,7 @@ export class SchoolData {
       const b = achievementBase(ctx ?? this.achievementCtx(), i);
       out = b.fields;
       if (patch) for (const k in patch) out[k] = patch[k];
-      if (!scope.full) out.comment = null;
+      if (!scope.full) for (const k of maskedProperties(scope, 'achievements')) out[k] = null;
       if (includes.size === 0) return out;
       const links = this.cols.achievements.entry(i)?.links;
       if (includes.has('students')) out.students = { data: this.embedded.objectsOf('students', links?.students ?? b.students) };
@@ -150,6 +171,15 @@ export class SchoolData {
         return patch ? { ...out, ...patch } : out;
       case 'employees':
         out = renderEmployee(this.person(r), i);
+        return patch ? { ...out, ...patch } : out;
+      case 'contacts':
+        out = renderContact(this.person(r), i);
+        return patch ? { ...out, ...patch } : out;
+      case 'groups':
+        out = renderGroup(this.person(r), i);
+        return patch ? { ...out, ...patch } : out;
+      case 'classes':
+        out = renderClass(this.person(r), i);
         return patch ? { ...out, ...patch } : out;
       case 'achievement_attributes':
         return { ...head, ...attributeFields(i, created, updated, this.zone), ...patch };
@@ -198,7 +228,7 @@ export class SchoolData {
     const entry = this.cols.achievements.entry(i);
     const out = b.fields;
     if (entry?.patch) for (const k in entry.patch) out[k] = entry.patch[k];
-    if (!scope.full) out.comment = null;
+    if (!scope.full) for (const k of maskedProperties(scope, 'achievements')) out[k] = null;
     const text = JSON.stringify(out);
     if (includes.size === 0) return text;
     let more = '';

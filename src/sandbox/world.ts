@@ -5,6 +5,8 @@
  */
 import { buildSchools, isApproved, type AccessState, type SchoolDef } from './fixtures.ts';
 import { FaultQueue } from './faults.ts';
+import { RequestHooks } from './hooks.ts';
+import type { CursorPolicy } from './paginate.ts';
 import { hexOf } from './hash.ts';
 import { SchoolData, type Scope } from './school-data.ts';
 import { WebhookSender } from './webhooks.ts';
@@ -12,6 +14,8 @@ import { isoMicros, type Micros } from './time.ts';
 
 export interface SchoolState extends SchoolDef {
   updated: Micros;
+  /** control.setInactive: every path under the school answers 423, whatever its access state. */
+  inactive: boolean;
   migration: { scheduledAt: Micros; completedAt: Micros | null; from: string; to: string } | null;
   data?: SchoolData;
 }
@@ -39,7 +43,24 @@ export interface WorldOptions {
   naiveZone: string;
   latencyMs: number;
   webhookUrl?: string;
+  cursorMaxAgeMs?: number;
+  itemEnvelope: ItemEnvelope;
+  regionMode: RegionMode;
+  /** How the sandbox waits (slow faults, latency); tests inject one that records instead of waiting. */
+  sleep: (ms: number) => Promise<void>;
 }
+
+/** How item URLs answer: the object itself (spec 2.1) or { data: object }. */
+export type ItemEnvelope = 'bare' | 'data';
+export const ITEM_ENVELOPES: readonly ItemEnvelope[] = ['bare', 'data'];
+
+/**
+ * lenient: a school's lists answer empty at another region's domain, access management answers
+ * for every school at the default domain too, GET /schools/{id} answers every school at the
+ * default domain. strict: every path naming a school answers only at its own regional domain.
+ */
+export type RegionMode = 'lenient' | 'strict';
+export const REGION_MODES: readonly RegionMode[] = ['lenient', 'strict'];
 
 export class World {
   readonly schools: SchoolState[];
@@ -48,21 +69,30 @@ export class World {
   readonly fullToken: string;
   readonly limitedToken: string;
   readonly faults = new FaultQueue();
+  readonly hooks = new RequestHooks();
   readonly log: RequestLogEntry[] = [];
   readonly webhooks: WebhookSender;
   latencyMs: number;
+  readonly sleep: (ms: number) => Promise<void>;
+  itemEnvelope: ItemEnvelope;
+  regionMode: RegionMode;
+  /** Cursors carry the epoch they were issued in; invalidateCursors() bumps it. */
+  cursorEpoch = 0;
   private last: Micros = 0;
   private writebacks = 0;
 
   constructor(readonly opts: WorldOptions) {
     const start = Date.parse('2024-01-01T00:00:00Z') * 1000;
-    this.schools = buildSchools(opts.schools).map((d) => ({ ...d, updated: start + d.ord * 1_000_000, migration: null }));
+    this.schools = buildSchools(opts.schools).map((d) => ({ ...d, updated: start + d.ord * 1_000_000, inactive: false, migration: null }));
     for (const s of this.schools) this.byId.set(s.id, s);
     this.fullToken = `sbx_full_${hexOf('full', opts.seed)}`;
     this.limitedToken = `sbx_limited_${hexOf('limited', opts.seed)}`;
     this.tokens.set(this.fullToken, { kind: 'full' });
     this.tokens.set(this.limitedToken, { kind: 'limited' });
     this.latencyMs = opts.latencyMs;
+    this.sleep = opts.sleep;
+    this.itemEnvelope = opts.itemEnvelope;
+    this.regionMode = opts.regionMode;
     this.webhooks = new WebhookSender(opts.webhookUrl);
   }
 
@@ -75,6 +105,10 @@ export class World {
 
   now(): Date {
     return new Date(Math.max(Date.now(), Math.floor(this.last / 1000)));
+  }
+
+  cursorPolicy(): CursorPolicy {
+    return { epoch: this.cursorEpoch, maxAgeMs: this.opts.cursorMaxAgeMs, nowMs: this.now().getTime() };
   }
 
   data(s: SchoolState): SchoolData {

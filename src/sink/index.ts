@@ -1,55 +1,21 @@
-import { mkdir, stat } from 'node:fs/promises';
-import { ConfigError, oneLine } from '../errors.ts';
-import { parseDest } from './dest.ts';
-import { LocalSink } from './local.ts';
-import type { S3SinkOptions, Sink } from './types.ts';
+import { parseDest, SINKS, type OpenSinkOptions } from './registry.ts';
+import type { Sink } from './types.ts';
 
-export type { S3SinkOptions, Sink, SinkFile } from './types.ts';
+export type { S3Encryption, S3SinkOptions, Sink, SinkFile, SinkOptions, TempEntry } from './types.ts';
 export { assertSafeRelPath } from './paths.ts';
 export { LocalSink } from './local.ts';
-export { parseDest, type Dest } from './dest.ts';
+export { type Dest } from './dest.ts';
+export { parseDest, SINKS, SINK_NAMES, type OpenSinkOptions, type SinkName } from './registry.ts';
 
 /**
  * 'DIR' | 'file:///abs/dir' | 's3://bucket/prefix' → a ready sink. Problems the user must fix
- * (bad URL, a file where the directory should be, missing bucket, no credentials) are
- * ConfigErrors with one line naming the fix, raised here before any export work starts.
+ * (bad URL, a file or a dangling link where the directory should be, a read-only or pseudo file
+ * system, a missing bucket, no credentials) are ConfigErrors with one line naming the real cause,
+ * raised here before any request or export work starts.
  */
-export async function openSink(dest: string, opts: { s3?: S3SinkOptions } = {}): Promise<Sink> {
+export async function openSink(dest: string, opts: OpenSinkOptions = {}): Promise<Sink> {
   const parsed = parseDest(dest);
-  if (parsed.kind === 'local') {
-    try {
-      await mkdir(parsed.dir, { recursive: true });
-    } catch (e) {
-      throw new ConfigError(`--dest ${parsed.dir}: cannot create the directory (${oneLine(e)}); choose a writable directory`);
-    }
-    const st = await stat(parsed.dir);
-    if (!st.isDirectory()) throw new ConfigError(`--dest ${parsed.dir} is not a directory; choose a directory`);
-    return new LocalSink(parsed.dir);
-  }
-  if (opts.s3?.endpoint !== undefined) checkEndpoint(opts.s3.endpoint);
-  // The AWS SDK costs ~15 MB of memory and a noticeable start-up: load it only for S3 dests.
-  const { S3Sink } = await import('./s3.ts');
-  const sink = new S3Sink(parsed.bucket, parsed.prefix, opts.s3);
-  try {
-    await sink.verify();
-  } catch (e) {
-    await sink.close();
-    throw e;
-  }
-  return sink;
-}
-
-function checkEndpoint(endpoint: string): void {
-  let url: URL | undefined;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    url = undefined;
-  }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
-    throw new ConfigError('--s3-endpoint must be an http:// or https:// URL, e.g. https://minio.example.com:9000');
-  }
-  if (url.username || url.password) {
-    throw new ConfigError('--s3-endpoint: credentials do not belong in the URL; use the AWS credential chain (env, profile)');
-  }
+  // each entry's open takes its own kind of Dest; the union needs one cast here
+  const kind = SINKS[parsed.kind] as { open(d: typeof parsed, o: OpenSinkOptions): Promise<Sink> };
+  return kind.open(parsed, opts);
 }

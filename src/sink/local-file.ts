@@ -1,25 +1,38 @@
 import { createHash } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { pathToFileURL } from 'node:url';
 import { ExportError, oneLine } from '../errors.ts';
+import { sinkFile } from './file-lifecycle.ts';
 import { ensureDir, writeAll, type LocalIo } from './local-io.ts';
 import { tempName } from './paths.ts';
 import type { SinkFile } from './types.ts';
 
 /**
- * One local file: bytes go to `.<name>.<random>.tmp` beside the final path, hashed as they
- * pass; commit fsyncs the file, renames it into place and fsyncs the directory. A killed
- * process therefore leaves only temp names, never a partial file under a final name.
+ * One local file: bytes go to `.<name>~<owner>~<random>.tmp` beside the final path, hashed as
+ * they pass; commit fsyncs the file, renames it into place and fsyncs the directory. A killed
+ * process therefore leaves only temp names, never a partial file under a final name, and the
+ * owner in the name lets a later run remove them once this run is known to be gone.
+ *
+ * A write that fails (a full disk) closes the descriptor and removes the temp file at once: the
+ * file can never be committed, and a caller that forgets to abort must not leak either.
  */
-export async function openLocalFile(finalPath: string, io: LocalIo): Promise<SinkFile> {
+export async function openLocalFile(finalPath: string, io: LocalIo, owner?: string): Promise<SinkFile> {
   const dir = path.dirname(finalPath);
-  await ensureDir(dir, io);
-  const tmpPath = path.join(dir, tempName(path.basename(finalPath)));
-  const fh = await open(tmpPath, 'wx');
+  const { fh, tmpPath } = await createTemp(dir, path.basename(finalPath), io, owner);
   const hash = createHash('sha256');
   let bytes = 0;
+
+  let fhClosed = false;
+  const closeFh = async () => {
+    if (fhClosed) return;
+    fhClosed = true;
+    await fh.close();
+  };
+  let cleaned: Promise<void> | undefined;
+  const cleanUp = () => (cleaned ??= closeFh().then(() => rm(tmpPath, { force: true })));
 
   const stream = new Writable({
     highWaterMark: 64 * 1024,
@@ -29,54 +42,60 @@ export async function openLocalFile(finalPath: string, io: LocalIo): Promise<Sin
         hash.update(b);
         bytes += b.length;
       }
-      writeAll(fh, buffers).then(() => callback(), callback);
+      writeAll(fh, buffers).then(
+        () => callback(),
+        (e: unknown) => {
+          // release the descriptor and the space before the error is seen; commit() reports it
+          cleanUp()
+            .catch(() => {})
+            .finally(() => callback(e as Error));
+        },
+      );
     },
   });
   // A write error is reported by commit(); without a listener it would crash the process.
   stream.on('error', () => {});
 
-  let commitPromise: Promise<{ bytes: number; sha256: string }> | undefined;
-  let discarded = false;
-  let fhClosed = false;
-  const closeFh = async () => {
-    if (fhClosed) return;
-    fhClosed = true;
-    await fh.close();
-  };
-  const discard = async (renamed: boolean) => {
-    discarded = true;
-    stream.destroy();
-    await closeFh().catch(() => {});
-    await rm(tmpPath, { force: true });
-    if (renamed) await rm(finalPath, { force: true });
-  };
-
-  const doCommit = async () => {
-    if (discarded) throw new ExportError('E_SINK', `cannot commit ${finalPath}: it was aborted`);
-    let renamed = false;
-    try {
-      if (!stream.writableEnded) stream.end();
-      await finished(stream);
-      await io.fsyncFile(fh, tmpPath);
-      await closeFh();
-      await rename(tmpPath, finalPath);
-      renamed = true;
-      await io.fsyncDir(dir);
-    } catch (e) {
-      // Not durable means not committed: the caller will not list this file, so nothing may stay.
-      await discard(renamed).catch(() => {});
-      throw new ExportError('E_SINK', `writing ${finalPath} failed: ${oneLine(e)}`, { cause: e });
-    }
-    return { bytes, sha256: hash.digest('hex') };
-  };
-
-  return {
-    stream,
-    commit: () => (commitPromise ??= doCommit()),
-    async abort() {
-      // After (or during) a commit there is nothing left to discard: a failed commit cleaned up itself.
-      if (commitPromise) return void (await commitPromise.catch(() => {}));
-      if (!discarded) await discard(false);
+  return sinkFile(stream, {
+    describe: pathToFileURL(finalPath).href,
+    async commit() {
+      let renamed = false;
+      try {
+        if (!stream.writableEnded) stream.end();
+        await finished(stream);
+        await io.fsyncFile(fh, tmpPath);
+        await closeFh();
+        await rename(tmpPath, finalPath);
+        renamed = true;
+        await io.fsyncDir(dir);
+      } catch (e) {
+        // Not durable means not committed: the caller will not list this file, so nothing may stay.
+        stream.destroy();
+        await cleanUp().catch(() => {});
+        if (renamed) await rm(finalPath, { force: true }).catch(() => {});
+        throw new ExportError('E_SINK', `writing ${finalPath} failed: ${oneLine(e)}`, { cause: e });
+      }
+      return { bytes, sha256: hash.digest('hex') };
     },
-  };
+    async discard() {
+      stream.destroy();
+      await cleanUp();
+    },
+  });
+}
+
+/**
+ * Creates the directory and an exclusive temp file in it. A concurrent remove() may prune the
+ * directory between the two steps (it removes directories it empties): then create it again.
+ */
+export async function createTemp(dir: string, baseName: string, io: LocalIo, owner?: string): Promise<{ fh: FileHandle; tmpPath: string }> {
+  for (let attempt = 1; ; attempt++) {
+    await ensureDir(dir, io);
+    const tmpPath = path.join(dir, tempName(baseName, owner));
+    try {
+      return { fh: await open(tmpPath, 'wx'), tmpPath };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 3) throw e;
+    }
+  }
 }

@@ -1,4 +1,4 @@
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { lstat, mkdir, open, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -34,12 +34,42 @@ export const realIo: LocalIo = {
  * is only durable once the directory's own entry is.
  */
 export async function ensureDir(dir: string, io: LocalIo): Promise<void> {
-  const first = await mkdir(dir, { recursive: true });
-  if (first === undefined) return;
-  for (let d = dir; ; d = path.dirname(d)) {
-    await io.fsyncDir(path.dirname(d));
-    if (d === first || d === path.dirname(d)) break;
+  const created = await makeDirs(dir);
+  for (let i = created.length - 1; i >= 0; i--) await io.fsyncDir(path.dirname(created[i]!));
+}
+
+/**
+ * mkdir -p that reports the real cause and cannot loop. Node's recursive mkdir rewrites errors
+ * (a read-only mount comes back as ENOENT) and loops forever where mkdir answers ENOENT for a
+ * parent that exists (/proc). Here each missing level is created once, top down, and the first
+ * error is thrown as the kernel gave it. Returns the directories created, top down.
+ */
+export async function makeDirs(dir: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    try {
+      if ((await stat(d)).isDirectory()) break;
+      throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${d}'`), { code: 'ENOTDIR', path: d });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || d === path.dirname(d)) throw e;
+      missing.push(d);
+    }
   }
+  missing.reverse();
+  for (const d of missing) {
+    try {
+      await mkdir(d);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      // created meanwhile by someone else (fine), or a dangling symbolic link (not fine)
+      if (!(await stat(d).catch(() => undefined))?.isDirectory()) {
+        const l = await lstat(d).catch(() => undefined);
+        const what = l?.isSymbolicLink() ? 'a symbolic link to a missing target' : 'not a directory';
+        throw Object.assign(new Error(`ENOTDIR: ${d} is ${what}`), { code: 'ENOTDIR', path: d });
+      }
+    }
+  }
+  return missing;
 }
 
 /** fh.writev may write less than asked (a full disk, a signal); keep going until all is written. */

@@ -1,23 +1,29 @@
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { link, lstat, open, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ExportError, oneLine } from '../errors.ts';
-import { openLocalFile } from './local-file.ts';
-import { realIo, type LocalIo } from './local-io.ts';
-import { assertSafePrefix, assertSafeRelPath, isTempName } from './paths.ts';
-import type { Sink, SinkFile } from './types.ts';
+import { createTemp, openLocalFile } from './local-file.ts';
+import { realIo, writeAll, type LocalIo } from './local-io.ts';
+import { assertSafeOwner, assertSafePrefix, assertSafeRelPath, isTempName, tempOwner } from './paths.ts';
+import type { Sink, SinkFile, SinkOptions, TempEntry } from './types.ts';
+
+/** Hard links are not everywhere (some network and FUSE file systems): these mean "try the fallback". */
+const NO_LINK = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV', 'EMLINK']);
 
 /** A directory on local disk. Every file, small or large, goes through temp + fsync + rename. */
 export class LocalSink implements Sink {
   readonly url: string;
   private readonly root: string;
   private readonly io: LocalIo;
+  private readonly owner: string | undefined;
 
   /** root must be an absolute path to an existing directory (openSink checks and creates it). */
-  constructor(root: string, io: LocalIo = realIo) {
+  constructor(root: string, opts: SinkOptions & { io?: LocalIo } = {}) {
     this.root = path.resolve(root);
     this.url = pathToFileURL(this.root).href;
-    this.io = io;
+    this.io = opts.io ?? realIo;
+    if (opts.owner !== undefined) assertSafeOwner(opts.owner);
+    this.owner = opts.owner;
   }
 
   localPath(relPath: string): string {
@@ -28,7 +34,7 @@ export class LocalSink implements Sink {
   async openFile(relPath: string): Promise<SinkFile> {
     const finalPath = this.localPath(relPath);
     try {
-      return await openLocalFile(finalPath, this.io);
+      return await openLocalFile(finalPath, this.io, this.owner);
     } catch (e) {
       throw this.fail('opening', relPath, e);
     }
@@ -44,6 +50,61 @@ export class LocalSink implements Sink {
     }
   }
 
+  async createExclusive(relPath: string, data: string | Buffer): Promise<boolean> {
+    const finalPath = this.localPath(relPath);
+    const dir = path.dirname(finalPath);
+    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    try {
+      const { fh, tmpPath } = await createTemp(dir, path.basename(finalPath), this.io, this.owner);
+      let linking = false;
+      try {
+        try {
+          await writeAll(fh, [buf]);
+          await this.io.fsyncFile(fh, tmpPath);
+        } finally {
+          await fh.close();
+        }
+        // link() fails with EEXIST when the name is taken, and readers only ever see a complete file
+        linking = true;
+        await link(tmpPath, finalPath);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (!linking) throw e;
+        if (code === 'EEXIST') return false;
+        if (!NO_LINK.has(code ?? '')) throw e;
+        return await this.createInPlace(finalPath, buf);
+      } finally {
+        await rm(tmpPath, { force: true });
+      }
+      await this.io.fsyncDir(dir);
+      return true;
+    } catch (e) {
+      throw this.fail('creating', relPath, e);
+    }
+  }
+
+  /** Without hard links: O_EXCL on the final name (a reader may briefly see it short). */
+  private async createInPlace(finalPath: string, buf: Buffer): Promise<boolean> {
+    let fh;
+    try {
+      fh = await open(finalPath, 'wx');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw e;
+    }
+    try {
+      await writeAll(fh, [buf]);
+      await this.io.fsyncFile(fh, finalPath);
+    } catch (e) {
+      await fh.close().catch(() => {});
+      await rm(finalPath, { force: true });
+      throw e;
+    }
+    await fh.close();
+    await this.io.fsyncDir(path.dirname(finalPath));
+    return true;
+  }
+
   async read(relPath: string): Promise<Buffer | undefined> {
     const p = this.localPath(relPath);
     try {
@@ -55,31 +116,80 @@ export class LocalSink implements Sink {
   }
 
   async list(prefix: string): Promise<string[]> {
-    assertSafePrefix(prefix);
-    // Walk only the deepest directory the prefix names, then filter by the rest of it.
-    const dirPart = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
-    const out: string[] = [];
-    try {
-      await this.walk(dirPart, out);
-    } catch (e) {
-      throw this.fail('listing', prefix || '.', e);
+    return (await this.scan(prefix, 'listing')).files;
+  }
+
+  async listTemp(prefix: string): Promise<TempEntry[]> {
+    const { temps } = await this.scan(prefix, 'listing temp files in');
+    const out: TempEntry[] = [];
+    for (const relPath of temps) {
+      const st = await lstat(path.join(this.root, ...relPath.split('/'))).catch(() => undefined);
+      if (!st) continue; // finished or discarded meanwhile
+      out.push({ relPath, owner: tempOwner(path.posix.basename(relPath)), startedAt: st.mtime });
     }
-    return out.filter((p) => p.startsWith(prefix)).sort();
+    return out;
+  }
+
+  async sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean): Promise<TempEntry[]> {
+    const dead = (await this.listTemp(prefix)).filter((t) => (this.owner === undefined || t.owner !== this.owner) && !isLive(t));
+    await this.remove(dead.map((t) => t.relPath));
+    return dead;
   }
 
   async remove(relPaths: string[]): Promise<void> {
+    const dirs = new Set<string>();
     for (const relPath of relPaths) {
       try {
         await rm(this.localPath(relPath), { force: true });
       } catch (e) {
         throw this.fail('removing', relPath, e);
       }
+      const slash = relPath.lastIndexOf('/');
+      if (slash > 0) dirs.add(relPath.slice(0, slash));
     }
+    await this.pruneEmpty(dirs);
   }
 
   async close(): Promise<void> {}
 
-  private async walk(relDir: string, out: string[]): Promise<void> {
+  /**
+   * Removes the given directories and their parents, deepest first, while they are empty; never
+   * the root. rmdir only removes an empty directory, so a file written meanwhile stops it
+   * (and a writer that loses its directory to us creates it again: see createTemp).
+   */
+  private async pruneEmpty(relDirs: Set<string>): Promise<void> {
+    const all = new Set<string>();
+    for (const d of relDirs) for (let p = d; p !== ''; p = p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '') all.add(p);
+    const deepestFirst = [...all].sort((a, b) => b.split('/').length - a.split('/').length || (a < b ? 1 : -1));
+    for (const d of deepestFirst) {
+      try {
+        await rmdir(path.join(this.root, ...d.split('/')));
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOENT' && code !== 'ENOTDIR') {
+          throw this.fail('removing the empty directory', d, e);
+        }
+      }
+    }
+  }
+
+  /** Committed files and temp files under prefix, each sorted. */
+  private async scan(prefix: string, action: string): Promise<{ files: string[]; temps: string[] }> {
+    assertSafePrefix(prefix);
+    // Walk only the deepest directory the prefix names, then filter by the rest of it.
+    const dirPart = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
+    const files: string[] = [];
+    const temps: string[] = [];
+    try {
+      await this.walk(dirPart, files, temps);
+    } catch (e) {
+      throw this.fail(action, prefix || '.', e);
+    }
+    const under = (p: string) => p.startsWith(prefix);
+    return { files: files.filter(under).sort(), temps: temps.filter(under).sort() };
+  }
+
+  private async walk(relDir: string, files: string[], temps: string[]): Promise<void> {
     let entries;
     try {
       entries = await readdir(relDir ? path.join(this.root, ...relDir.split('/')) : this.root, { withFileTypes: true });
@@ -90,8 +200,8 @@ export class LocalSink implements Sink {
     }
     for (const entry of entries) {
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) await this.walk(rel, out);
-      else if (entry.isFile() && !isTempName(entry.name)) out.push(rel);
+      if (entry.isDirectory()) await this.walk(rel, files, temps);
+      else if (entry.isFile()) (isTempName(entry.name) ? temps : files).push(rel);
     }
   }
 

@@ -35,13 +35,43 @@ function checkSegments(relPath: string, segments: string[]): void {
   }
 }
 
-/** Temp names start with '.' and end with '.tmp', so listings and loaders can tell them apart. */
-export function tempName(baseName: string): string {
-  return `.${baseName}.${randomBytes(6).toString('hex')}.tmp`;
+/**
+ * Temp names start with '.' and end with '.tmp', so listings and loaders can tell them apart:
+ * `.<final name>~<owner>~<12 hex>.tmp`. The owner (the run id of the process writing it) lets a
+ * later run tell a temp file of a run still writing from one left by a run that died.
+ */
+export function tempName(baseName: string, owner?: string): string {
+  const rand = randomBytes(6).toString('hex');
+  return owner === undefined ? `.${baseName}.${rand}.tmp` : `.${baseName}~${owner}~${rand}.tmp`;
 }
 
+const OWNED_TEMP = /^\..+~([A-Za-z0-9._-]+)~[0-9a-f]{12}\.tmp$/;
+const UNOWNED_TEMP = /^\..+\.[0-9a-f]{12}\.tmp$/;
+
 export function isTempName(baseName: string): boolean {
-  return /^\..+\.[0-9a-f]{12}\.tmp$/.test(baseName);
+  return OWNED_TEMP.test(baseName) || UNOWNED_TEMP.test(baseName);
+}
+
+/** The owner written into a temp name; undefined for a name without one (written before owners existed). */
+export function tempOwner(baseName: string): string | undefined {
+  return OWNED_TEMP.exec(baseName)?.[1];
+}
+
+const OWNER_RE = /^[A-Za-z0-9._-]{1,120}$/;
+
+/** An owner goes into file names: letters, digits, '.', '_' and '-' only (a run id qualifies). */
+export function assertSafeOwner(owner: string): void {
+  if (!OWNER_RE.test(owner))
+    throw new ExportError('E_INTERNAL', `sink owner ${JSON.stringify(owner.slice(0, 130))} is not usable in a file name`);
+}
+
+/**
+ * The run that writes a data file, read from its name by the output layout's contract
+ * (`<run_id>-<seq>.<ext>`, design.md). S3 keeps nothing else about an incomplete multipart upload
+ * that we could use: ListMultipartUploads returns only key, upload id and start time.
+ */
+export function ownerFromDataFileName(baseName: string): string | undefined {
+  return /^(\d{8}T\d{6}\.\d{3}Z-[A-Za-z0-9-]+)-\d+\.[A-Za-z0-9.]+$/.exec(baseName)?.[1];
 }
 
 /** Content types help people browsing a bucket; the pipeline does not rely on them. */

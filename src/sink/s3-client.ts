@@ -1,5 +1,5 @@
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
-import type { S3SinkOptions } from './types.ts';
+import type { S3Encryption, S3SinkOptions } from './types.ts';
 
 /**
  * Client settings for AWS S3 and S3-compatible stores.
@@ -43,4 +43,10 @@ export function isNotFound(e: unknown): boolean {
 
 export function httpStatus(e: unknown): number | undefined {
   return (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+}
+
+/** The request parameters of server-side encryption, spread into PutObject and CreateMultipartUpload. */
+export function encryptionParams(sse: S3Encryption | undefined): { ServerSideEncryption?: S3Encryption['type']; SSEKMSKeyId?: string } {
+  if (sse === undefined) return {};
+  return sse.kmsKeyId === undefined ? { ServerSideEncryption: sse.type } : { ServerSideEncryption: sse.type, SSEKMSKeyId: sse.kmsKeyId };
 }

@@ -3,6 +3,8 @@ import { PassThrough, Writable } from 'node:stream';
 import { DeleteObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { ExportError, oneLine } from '../errors.ts';
+import { sinkFile } from './file-lifecycle.ts';
+import type { encryptionParams } from './s3-client.ts';
 import type { SinkFile } from './types.ts';
 
 export interface S3FileTarget {
@@ -12,6 +14,8 @@ export interface S3FileTarget {
   contentType: string;
   partSize: number;
   queueSize: number;
+  /** Server-side encryption parameters, sent with CreateMultipartUpload (or the single PutObject). */
+  encryption?: ReturnType<typeof encryptionParams>;
   /** 's3://bucket/key', for messages. */
   describe: string;
 }
@@ -67,7 +71,7 @@ export function openS3File(t: S3FileTarget): SinkFile {
 
   const upload = new Upload({
     client: t.client,
-    params: { Bucket: t.bucket, Key: t.key, Body: body, ContentType: t.contentType },
+    params: { Bucket: t.bucket, Key: t.key, Body: body, ContentType: t.contentType, ...t.encryption },
     partSize: t.partSize,
     queueSize: t.queueSize,
     leavePartsOnError: false,
@@ -82,37 +86,22 @@ export function openS3File(t: S3FileTarget): SinkFile {
     },
   );
 
-  let commitPromise: Promise<{ bytes: number; sha256: string }> | undefined;
-  let abortPromise: Promise<void> | undefined;
-
-  const doCommit = async () => {
-    if (abortPromise) throw new ExportError('E_SINK', `cannot commit ${t.describe}: it was aborted`);
-    if (!stream.writableEnded && !stream.destroyed) stream.end();
-    const outcome = await settled;
-    if (!outcome.ok) {
-      throw new ExportError('E_SINK', `uploading ${t.describe} failed: ${oneLine(outcome.error)}`, { cause: outcome.error });
-    }
-    return { bytes, sha256: hash.digest('hex') };
-  };
-
-  const doAbort = async () => {
-    stream.destroy();
-    body.destroy(new Error('upload discarded'));
-    const outcome = await settled;
-    // The body had already ended and the upload completed before the abort reached it.
-    if (outcome.ok) await t.client.send(new DeleteObjectCommand({ Bucket: t.bucket, Key: t.key }));
-  };
-
-  return {
-    stream,
-    commit: () => (commitPromise ??= doCommit()),
-    async abort() {
-      if (commitPromise) return void (await commitPromise.catch(() => {}));
-      try {
-        await (abortPromise ??= doAbort());
-      } catch (e) {
-        throw new ExportError('E_SINK', `discarding ${t.describe} failed: ${oneLine(e)}`, { cause: e });
+  return sinkFile(stream, {
+    describe: t.describe,
+    async commit() {
+      if (!stream.writableEnded && !stream.destroyed) stream.end();
+      const outcome = await settled;
+      if (!outcome.ok) {
+        throw new ExportError('E_SINK', `uploading ${t.describe} failed: ${oneLine(outcome.error)}`, { cause: outcome.error });
       }
+      return { bytes, sha256: hash.digest('hex') };
     },
-  };
+    async discard() {
+      stream.destroy();
+      body.destroy(new Error('upload discarded'));
+      const outcome = await settled;
+      // The body had already ended and the upload completed before the abort reached it.
+      if (outcome.ok) await t.client.send(new DeleteObjectCommand({ Bucket: t.bucket, Key: t.key }));
+    },
+  });
 }

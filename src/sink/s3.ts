@@ -1,16 +1,55 @@
 import {
+  AbortMultipartUploadCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
+  type PutObjectCommandInput,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
-import { assertSafePrefix, assertSafeRelPath, contentTypeFor } from './paths.ts';
-import { createS3Client, DEFAULT_PART_SIZE, DEFAULT_QUEUE_SIZE, httpStatus, isNotFound, MIN_PART_SIZE } from './s3-client.ts';
+import { s3EndpointUrl } from '../urls.ts';
+import { assertSafeOwner, assertSafePrefix, assertSafeRelPath, contentTypeFor, ownerFromDataFileName } from './paths.ts';
+import {
+  createS3Client,
+  DEFAULT_PART_SIZE,
+  DEFAULT_QUEUE_SIZE,
+  encryptionParams,
+  httpStatus,
+  isNotFound,
+  MIN_PART_SIZE,
+} from './s3-client.ts';
 import { openS3File } from './s3-file.ts';
-import type { S3SinkOptions, Sink, SinkFile } from './types.ts';
+import type { S3SinkOptions, Sink, SinkFile, SinkOptions, TempEntry } from './types.ts';
+
+/** Checks the options, makes the sink and proves the bucket is reachable, before any export work. */
+export async function openS3Sink(bucket: string, prefix: string, opts: SinkOptions & { s3?: S3SinkOptions }): Promise<S3Sink> {
+  if (opts.s3?.endpoint !== undefined) s3EndpointUrl(opts.s3.endpoint);
+  checkEncryption(opts.s3?.sse);
+  const sink = new S3Sink(bucket, prefix, { ...opts.s3, owner: opts.owner });
+  try {
+    await sink.verify();
+  } catch (e) {
+    await sink.close();
+    throw e;
+  }
+  return sink;
+}
+
+function checkEncryption(sse: S3SinkOptions['sse']): void {
+  if (sse === undefined) return;
+  if (sse.type !== 'AES256' && sse.type !== 'aws:kms') {
+    throw new ConfigError(`--s3-sse ${JSON.stringify(String(sse.type))}: expected AES256 or aws:kms`);
+  }
+  if (sse.kmsKeyId !== undefined && sse.type !== 'aws:kms') {
+    throw new ConfigError('--s3-sse-kms-key-id needs --s3-sse aws:kms');
+  }
+  if (sse.kmsKeyId !== undefined && !/^[A-Za-z0-9:/_.-]{1,2048}$/.test(sse.kmsKeyId)) {
+    throw new ConfigError('--s3-sse-kms-key-id: expected a KMS key id, key ARN or alias (alias/name)');
+  }
+}
 
 /** DeleteObjects takes at most 1000 keys per request. */
 const DELETE_BATCH = 1000;
@@ -23,15 +62,20 @@ export class S3Sink implements Sink {
   private readonly keyPrefix: string;
   private readonly partSize: number;
   private readonly queueSize: number;
+  private readonly encryption: ReturnType<typeof encryptionParams>;
+  private readonly owner: string | undefined;
 
   /** prefix: '' or 'a/b' (no leading or trailing '/'); openSink parses and checks it. */
-  constructor(bucket: string, prefix: string, opts: S3SinkOptions = {}, client: S3Client = createS3Client(opts)) {
+  constructor(bucket: string, prefix: string, opts: S3SinkOptions & SinkOptions = {}, client: S3Client = createS3Client(opts)) {
     this.bucket = bucket;
     this.keyPrefix = prefix ? `${prefix}/` : '';
     this.url = prefix ? `s3://${bucket}/${prefix}` : `s3://${bucket}`;
     this.client = client;
     this.partSize = Math.max(opts.partSizeBytes ?? DEFAULT_PART_SIZE, MIN_PART_SIZE);
     this.queueSize = Math.max(1, opts.queueSize ?? DEFAULT_QUEUE_SIZE);
+    this.encryption = encryptionParams(opts.sse);
+    if (opts.owner !== undefined) assertSafeOwner(opts.owner);
+    this.owner = opts.owner;
   }
 
   /** Fails fast, before any export work, when the bucket is missing or the credentials cannot reach it. */
@@ -68,6 +112,7 @@ export class S3Sink implements Sink {
       contentType: contentTypeFor(relPath),
       partSize: this.partSize,
       queueSize: this.queueSize,
+      encryption: this.encryption,
       describe: `${this.url}/${relPath}`,
     });
   }
@@ -76,11 +121,82 @@ export class S3Sink implements Sink {
   async writeAtomic(relPath: string, data: string | Buffer): Promise<void> {
     assertSafeRelPath(relPath);
     const body = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    await this.run('writing', relPath, () =>
-      this.client.send(
-        new PutObjectCommand({ Bucket: this.bucket, Key: this.keyPrefix + relPath, Body: body, ContentType: contentTypeFor(relPath) }),
-      ),
-    );
+    await this.run('writing', relPath, () => this.client.send(new PutObjectCommand(this.putParams(relPath, body))));
+  }
+
+  /**
+   * A conditional PutObject (If-None-Match: *): S3 writes it only when no object has the key,
+   * and answers 412 PreconditionFailed otherwise; 409 ConditionalRequestConflict means another
+   * conditional write of the same key is in flight, which that writer wins.
+   */
+  async createExclusive(relPath: string, data: string | Buffer): Promise<boolean> {
+    assertSafeRelPath(relPath);
+    const body = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    return this.run('creating', relPath, async () => {
+      try {
+        await this.client.send(new PutObjectCommand({ ...this.putParams(relPath, body), IfNoneMatch: '*' }));
+        return true;
+      } catch (e) {
+        const status = httpStatus(e);
+        if (status === 412 || status === 409) return false;
+        throw e;
+      }
+    });
+  }
+
+  /** Incomplete multipart uploads under prefix (what a crashed upload leaves; invisible to readers). */
+  async listTemp(prefix: string): Promise<TempEntry[]> {
+    assertSafePrefix(prefix);
+    return this.run('listing incomplete uploads in', prefix || '.', async () => {
+      const out: TempEntry[] = [];
+      let keyMarker: string | undefined;
+      let uploadIdMarker: string | undefined;
+      for (;;) {
+        const page = await this.client.send(
+          new ListMultipartUploadsCommand({
+            Bucket: this.bucket,
+            Prefix: this.keyPrefix + prefix,
+            KeyMarker: keyMarker,
+            UploadIdMarker: uploadIdMarker,
+          }),
+        );
+        for (const u of page.Uploads ?? []) {
+          if (!u.Key?.startsWith(this.keyPrefix) || !u.UploadId) continue;
+          const relPath = u.Key.slice(this.keyPrefix.length);
+          out.push({
+            relPath,
+            owner: ownerFromDataFileName(relPath.slice(relPath.lastIndexOf('/') + 1)),
+            startedAt: u.Initiated,
+            uploadId: u.UploadId,
+          });
+        }
+        if (!page.IsTruncated) break;
+        keyMarker = page.NextKeyMarker;
+        uploadIdMarker = page.NextUploadIdMarker;
+      }
+      return out.sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
+    });
+  }
+
+  /** Aborts the incomplete uploads of runs that are gone (never this sink's own owner's). */
+  async sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean): Promise<TempEntry[]> {
+    const dead = (await this.listTemp(prefix)).filter((t) => (this.owner === undefined || t.owner !== this.owner) && !isLive(t));
+    for (const t of dead) {
+      await this.run('aborting the upload of', t.relPath, async () => {
+        try {
+          await this.client.send(
+            new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.keyPrefix + t.relPath, UploadId: t.uploadId }),
+          );
+        } catch (e) {
+          if ((e as Error)?.name !== 'NoSuchUpload' && httpStatus(e) !== 404) throw e; // finished or aborted meanwhile
+        }
+      });
+    }
+    return dead;
+  }
+
+  private putParams(relPath: string, body: Buffer): PutObjectCommandInput {
+    return { Bucket: this.bucket, Key: this.keyPrefix + relPath, Body: body, ContentType: contentTypeFor(relPath), ...this.encryption };
   }
 
   async read(relPath: string): Promise<Buffer | undefined> {

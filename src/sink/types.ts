@@ -25,11 +25,65 @@ export interface Sink {
   read(relPath: string): Promise<Buffer | undefined>;
   /** Relative paths of committed files whose path starts with prefix ('' for all), sorted. */
   list(prefix: string): Promise<string[]>;
-  /** Removes files; paths already absent are not an error. */
+  /**
+   * Creates relPath holding data only if nothing is there yet: true when this call created it,
+   * false when it already existed. Atomic against other processes and hosts sharing the
+   * destination (local: a complete, fsynced temp file hard-linked into place; S3: a conditional
+   * PutObject with If-None-Match: *), so two runs racing for a lease cannot both win.
+   * Replacing the file later (a heartbeat) is writeAtomic.
+   */
+  createExclusive(relPath: string, data: string | Buffer): Promise<boolean>;
+  /**
+   * Removes files; paths already absent are not an error. Directories the removal empties are
+   * removed too (local), up to the sink's root.
+   */
   remove(relPaths: string[]): Promise<void>;
+  /**
+   * Unfinished writes under prefix: local temp files, S3 incomplete multipart uploads. A crash
+   * leaves them; loaders never see them; sweepTemp removes those of runs no longer running.
+   */
+  listTemp(prefix: string): Promise<TempEntry[]>;
+  /**
+   * Removes the unfinished writes under prefix for which isLive answers false (never those of
+   * this sink's own owner); returns them. Local: emptied directories go too. S3: the uploads
+   * are aborted (their stored parts freed).
+   */
+  sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean): Promise<TempEntry[]>;
   /** Local sink only: the absolute file system path of relPath. */
   localPath?(relPath: string): string;
   close(): Promise<void>;
+}
+
+/** An unfinished write left at the destination. */
+export interface TempEntry {
+  /** Local: the temp file's own relative path. S3: the key the upload would have created, relative. */
+  relPath: string;
+  /**
+   * The run that wrote it: local temp names carry it (the sink's `owner`); for S3 uploads it is
+   * read from the data file name (`<run_id>-<seq>.<ext>`). undefined when unknown (temp files
+   * written before owners existed, other names): decide by `startedAt`.
+   */
+  owner?: string;
+  /** When the write started (local: last modification; S3: the upload's Initiated time). */
+  startedAt?: Date;
+  /** S3: the multipart upload id. */
+  uploadId?: string;
+}
+
+/** Options every sink takes. */
+export interface SinkOptions {
+  /**
+   * Who is writing (the run id): written into temp names so a later run can tell the leftovers
+   * of a dead run from the work of a live one. Letters, digits, '.', '_' and '-'.
+   */
+  owner?: string;
+}
+
+/** Server-side encryption of every object written (data, manifests, state, leases). */
+export interface S3Encryption {
+  type: 'AES256' | 'aws:kms';
+  /** aws:kms only: the key (id, ARN or alias); without it S3 uses the bucket's AWS-managed key. */
+  kmsKeyId?: string;
 }
 
 export interface S3SinkOptions {
@@ -49,4 +103,6 @@ export interface S3SinkOptions {
   queueSize?: number;
   /** Default: the AWS SDK's standard credential chain (env, profile, SSO, instance role...). */
   credentials?: { accessKeyId: string; secretAccessKey: string };
+  /** Server-side encryption requested on every write (--s3-sse, --s3-sse-kms-key-id). */
+  sse?: S3Encryption;
 }

@@ -1,23 +1,7 @@
 import { ConfigError, ExportError } from '../errors.ts';
+import { apiBaseUrl } from '../urls.ts';
 
 const HOST_RE = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?$/i;
-
-function origin(url: string, what: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new ConfigError(`${what} ${JSON.stringify(url)} is not a URL; expected e.g. https://api.example`);
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') {
-    throw new ConfigError(`${what} ${JSON.stringify(url)} must be an http(s) URL`);
-  }
-  if (u.username || u.password || u.search || u.hash) {
-    throw new ConfigError(`${what} must not carry credentials, a query or a fragment`);
-  }
-  // keep a path prefix (a proxy may mount the API below /), drop trailing slashes
-  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
-}
 
 /**
  * The allowlist: which regional domains the token may be sent to, and where each is reached.
@@ -29,7 +13,7 @@ export class DomainTable {
   private readonly bases = new Map<string, string>();
 
   constructor(apiUrl: string, domains: Record<string, string> = {}, allowedHosts: string[] = []) {
-    const api = origin(apiUrl, '--api-url');
+    const api = apiBaseUrl(apiUrl, '--api-url');
     this.defaultBase = `${api}/v1.0`;
     this.bases.set(new URL(api).host.toLowerCase(), this.defaultBase);
     for (const host of allowedHosts) {
@@ -39,7 +23,7 @@ export class DomainTable {
     // explicit mappings win over the https:// default of an allowed host
     for (const [name, url] of Object.entries(domains)) {
       if (!HOST_RE.test(name)) throw new ConfigError(`--domain name ${JSON.stringify(name)} is not a host name`);
-      this.bases.set(name.toLowerCase(), `${origin(url, `--domain ${name}=`)}/v1.0`);
+      this.bases.set(name.toLowerCase(), `${apiBaseUrl(url, `--domain ${name}=`)}/v1.0`);
     }
   }
 

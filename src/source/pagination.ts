@@ -1,4 +1,4 @@
-import { ExportError } from '../errors.ts';
+import { ExportError, type ErrorContext } from '../errors.ts';
 
 export type PaginationMode = 'cursor' | 'offset';
 
@@ -20,6 +20,7 @@ export class PageLinks {
   constructor(
     first: URL,
     private readonly where: string,
+    private readonly fields: ErrorContext = {},
   ) {
     this.origin = first.origin;
     this.seenUrls.add(first.href);
@@ -50,6 +51,6 @@ export class PageLinks {
   }
 
   private protocol(what: string): ExportError {
-    return new ExportError('E_PROTOCOL', `${this.where}: ${what}`);
+    return new ExportError('E_PROTOCOL', `${this.where}: ${what}`, this.fields);
   }
 }

@@ -15,10 +15,11 @@ export function describeUrl(url: URL): string {
   return `${url.pathname}?${decodeURIComponent(params.toString())}`;
 }
 
-/** Removes every occurrence of the token (and its Basic form) from text shown to a user. */
-export function redactText(text: string, token: string): string {
+/** Removes every occurrence of the token(s) (and their Basic form) from text shown to a user. */
+export function redactText(text: string, tokens: string | readonly (string | undefined)[]): string {
   let out = text;
-  if (token.length > 0) {
+  for (const token of typeof tokens === 'string' ? [tokens] : tokens) {
+    if (token === undefined || token.length === 0) continue;
     out = out.split(token).join('***');
     const basic = Buffer.from(`${token}:`).toString('base64');
     out = out.split(basic).join('***');
@@ -27,7 +28,7 @@ export function redactText(text: string, token: string): string {
 }
 
 /** One line of at most `max` characters, for a server message quoted in an error. */
-export function snippet(text: string, token: string, max = 200): string {
-  const line = redactText(text, token).replace(/\s+/g, ' ').trim();
+export function snippet(text: string, tokens: string | readonly (string | undefined)[], max = 200): string {
+  const line = redactText(text, tokens).replace(/\s+/g, ' ').trim();
   return line.length > max ? `${line.slice(0, max)}…` : line;
 }

@@ -1,12 +1,36 @@
+import { setTimeout as sleepFor } from 'node:timers/promises';
 import { ApiError } from '../errors.ts';
 
+/**
+ * How long one request keeps trying (undici's RetryHandler options, plus a wall-clock budget).
+ * An attempt is not started when either limit is reached: maxAttempts counts the first attempt
+ * too (--max-retries N is maxAttempts N + 1); maxElapsedMs bounds the time from the first
+ * failure until the next attempt would start, waits included (--max-retry-seconds).
+ *
+ * Defaults: 6 attempts within 2 minutes, waits of 250 ms doubling (full jitter) up to 30 s; a
+ * server's Retry-After is honoured up to maxDelayMs. A nightly run that should wait out a
+ * maintenance window of 15 minutes: maxAttempts 40, maxElapsedMs 900_000.
+ */
 export interface RetryPolicy {
   maxAttempts: number;
+  maxElapsedMs: number;
   baseDelayMs: number;
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 6, baseDelayMs: 250, maxDelayMs: 30_000 };
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 6, maxElapsedMs: 120_000, baseDelayMs: 250, maxDelayMs: 30_000 };
+
+/** Time as the retry loop sees it: injectable, so tests of waits do not wait. */
+export interface Clock {
+  now(): number;
+  /** Resolves after ms, or rejects when signal aborts first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const realClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) => sleepFor(ms, undefined, signal ? { signal } : undefined),
+};
 
 /** Statuses that say "later", not "never". */
 export const RETRIABLE_STATUS = new Set([423, 429, 500, 502, 503, 504]);
@@ -80,5 +104,29 @@ export function retryDelay(attempt: number, policy: RetryPolicy, retryAfterMs?: 
 export function retryPolicy(o?: Partial<RetryPolicy>): RetryPolicy {
   const p = { ...DEFAULT_RETRY, ...Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) };
   if (!(p.maxAttempts >= 1)) p.maxAttempts = 1;
+  if (!(p.maxElapsedMs >= 0)) p.maxElapsedMs = 0;
   return p;
+}
+
+/** What to do after attempt `attempt` failed with a retriable error: wait `delayMs`, or stop. */
+export function nextStep(
+  attempt: number,
+  elapsedMs: number,
+  policy: RetryPolicy,
+  retryAfterMs: number | undefined,
+  random = Math.random,
+): { retry: true; delayMs: number } | { retry: false; why: string } {
+  if (attempt >= policy.maxAttempts) return { retry: false, why: `gave up after ${attempt} attempts` };
+  const delayMs = retryDelay(attempt, policy, retryAfterMs, random);
+  if (elapsedMs + delayMs > policy.maxElapsedMs) {
+    return {
+      retry: false,
+      why: `gave up after ${attempt} attempts in ${seconds(elapsedMs)} (retry budget ${seconds(policy.maxElapsedMs)})`,
+    };
+  }
+  return { retry: true, delayMs };
+}
+
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10}s`;
 }

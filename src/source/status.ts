@@ -1,4 +1,4 @@
-import { ApiError, type ErrorCode } from '../errors.ts';
+import { ApiError, type ErrorCode, type ErrorContext } from '../errors.ts';
 import { RetriableStatus, RETRIABLE_STATUS } from './retry.ts';
 
 export interface RequestContext {
@@ -45,16 +45,24 @@ export function statusError(
   serverMessage: string,
   retryAfterMs: number | undefined,
   retriable: (status: number) => boolean = (s) => RETRIABLE_STATUS.has(s),
+  fields: ErrorContext = {},
 ): ApiError {
   const quoted = serverMessage ? ` (${serverMessage})` : '';
-  if (retriable(status)) return new RetriableStatus(status, `${at} → ${status}${quoted}`, retryAfterMs);
+  if (retriable(status)) return new RetriableStatus(status, `${at} → ${status}${quoted}`, retryAfterMs).withContext(fields);
   if (RETRIABLE_STATUS.has(status)) {
     return new ApiError('E_HTTP_RETRIES', `${at} → ${status}${quoted}; not retried, as the request may already have been applied`, {
+      ...fields,
       status,
       retriable: false,
     });
   }
   const known = FATAL[status];
-  if (known) return new ApiError(known.code, `${at} → ${status} ${known.text}${quoted}: ${known.fix}`, { status, retriable: false });
-  return new ApiError('E_PROTOCOL', `${at} → unexpected status ${status}${quoted}`, { status, retriable: false });
+  if (known)
+    return new ApiError(known.code, `${at} → ${status} ${known.text}${quoted}: ${known.fix}`, { ...fields, status, retriable: false });
+  return new ApiError('E_PROTOCOL', `${at} → unexpected status ${status}${quoted}`, { ...fields, status, retriable: false });
+}
+
+/** The structured fields of a request's errors: the school, and the endpoint (as the caller named it, else the path). */
+export function fieldsOf(ctx: RequestContext | undefined, url: URL): ErrorContext {
+  return { school: ctx?.school, endpoint: ctx?.endpoint ?? url.pathname };
 }

@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Sink } from '../sink/types.ts';
 import type { Manifest } from '../manifest/types.ts';
@@ -6,10 +7,12 @@ import { assertSafeId } from '../ids.ts';
 /**
  * Removing a school's exported data when it revokes or declines access (children's personal
  * data: we keep nothing the school no longer lets us hold). Every path with a `school_id=<id>`
- * segment goes: `<table>/region=*\/school_id=<id>/...`, `_state/region=*\/school_id=<id>.json` and
- * anything the pipeline keeps beside it, except the receiver's own records (directive, event log)
- * and run manifests (history: loaders read them in order and the purge manifest tells them to
- * drop the school's rows).
+ * segment goes: every table's files `<table>/region=*\/school_id=<id>/...`, the state file
+ * `_state/region=*\/school_id=<id>.json` and anything the pipeline keeps beside it (snapshot id
+ * lists under `_state/ids/`), except the receiver's own records (directive, event log).
+ * Run manifests stay (history: loaders read them in order, skip the school's earlier tasks and
+ * the purge manifest tells them to drop its rows), but the deletion records they list for the
+ * school are removed from them: those name its students, contacts and employees.
  */
 const KEEP_PREFIXES = ['_state/_directives/', '_state/_webhooks/', '_manifests/'];
 
@@ -17,6 +20,10 @@ export interface PurgeResult {
   manifestPath: string;
   manifest: Manifest;
   removed: string[];
+  /** Manifests (whole-run and parts) rewritten without the school's deletion records. */
+  redacted: string[];
+  /** Manifests that are not JSON, so could not be checked for the school's deletion records: report them. */
+  unreadable: string[];
 }
 
 export function selectSchoolPaths(paths: string[], schoolId: string): { data: string[]; state: string[] } {
@@ -70,5 +77,37 @@ export async function purgeSchool(sink: Sink, schoolId: string, reason: string, 
   };
   const manifestPath = `_manifests/${runId}.json`;
   await sink.writeAtomic(manifestPath, JSON.stringify(manifest, null, 2) + '\n');
-  return { manifestPath, manifest, removed: [...data, ...state] };
+  // after the purge manifest: loaders learn of the purge even if a manifest cannot be rewritten
+  const { redacted, unreadable } = await redactManifests(sink, schoolId);
+  return { manifestPath, manifest, removed: [...data, ...state], redacted, unreadable };
+}
+
+/**
+ * Rewrites (atomically) every manifest that lists deletion records of the school, without them.
+ * Its tasks stay listed: they name files, not people, and loaders skip them after the purge.
+ */
+export async function redactManifests(sink: Sink, schoolId: string): Promise<{ redacted: string[]; unreadable: string[] }> {
+  const paths = (await sink.list('_manifests/')).filter((p) => p.endsWith('.json'));
+  const limit = pLimit(8);
+  const unreadable: string[] = [];
+  const done = await Promise.all(
+    paths.map((p) =>
+      limit(async () => {
+        const buf = await sink.read(p);
+        if (!buf) return undefined; // a run removed its parts meanwhile
+        let m: Manifest;
+        try {
+          m = JSON.parse(buf.toString('utf8')) as Manifest;
+        } catch {
+          unreadable.push(p);
+          return undefined;
+        }
+        if (!Array.isArray(m.deletions) || !m.deletions.some((d) => d.school_id === schoolId)) return undefined;
+        m.deletions = m.deletions.filter((d) => d.school_id !== schoolId);
+        await sink.writeAtomic(p, JSON.stringify(m, null, 1) + '\n');
+        return p;
+      }),
+    ),
+  );
+  return { redacted: done.filter((p): p is string => p !== undefined), unreadable: unreadable.sort() };
 }

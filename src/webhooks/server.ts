@@ -23,6 +23,12 @@ export interface WebhookReceiverOptions {
   purgeOnRevoke?: boolean;
   runPipeline?: string;
   maxBodyBytes?: number;
+  /**
+   * A rejected request's unread body is read and thrown away up to this many bytes before the
+   * answer, so the sender gets the 413 (or 404...) instead of a reset connection. Default: the
+   * larger of 1 MiB and 4 × maxBodyBytes. Past it the answer is sent and the connection closed.
+   */
+  maxDiscardBytes?: number;
   log?: (e: object) => void;
   /** how a run is started for an approved school (tests replace the real `school-export run`) */
   runCommand?: (schoolId: string) => Command;
@@ -57,6 +63,7 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
   if (opts.tokenDir) await assertTokenDirOutsideDest(opts.tokenDir, opts.sink);
   const log = opts.log ?? (() => {});
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY;
+  const maxDiscard = opts.maxDiscardBytes ?? Math.max(1024 * 1024, 4 * maxBody);
   const secretHash = sha256(opts.secret);
   const runs = opts.runPipeline ? new RunQueue(opts.runCommand ?? ((id) => runCommand(opts.runPipeline!, id)), log) : undefined;
 
@@ -82,9 +89,13 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
     } catch (e) {
       if (e instanceof Reject) {
         log({ event: 'webhook_rejected', status: e.status, reason: e.reason });
-        // rejected before the body was read: do not keep a connection with unread bytes in it
-        send(res, e.status, e.body, e.status !== 400 && e.status !== 422);
-        if (e.status === 413) res.once('finish', () => req.destroy()); // stop reading an oversized body
+        // Rejected before the body was read (404, 405, 413, 415): read the rest first, within a
+        // bound. Closing a socket with unread bytes makes the kernel reset it, and a sender still
+        // writing then sees a broken pipe instead of this answer.
+        const unread = e.status !== 400 && e.status !== 422;
+        const drained = unread ? await drain(req, maxDiscard) : true;
+        send(res, e.status, e.body, unread);
+        if (!drained) res.once('finish', () => req.destroy()); // past the bound: stop reading
       } else {
         // the service retries on 5xx; the message names files, never the secret or a token
         log({ event: 'webhook_failed', status: 500, error: oneLine(e) });
@@ -160,6 +171,34 @@ function readBody(req: IncomingMessage, maxBody: number): Promise<Buffer> {
     req.once('close', () => {
       if (!req.complete) incomplete();
     });
+  });
+}
+
+/** Reads and discards the rest of a request body; true when it ended within `limit` bytes. */
+function drain(req: IncomingMessage, limit: number): Promise<boolean> {
+  if (req.complete) return Promise.resolve(true);
+  if (req.destroyed) return Promise.resolve(false);
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = (ended: boolean) => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onClose);
+      if (!ended) req.pause();
+      resolve(ended);
+    };
+    const onData = (c: Buffer) => {
+      seen += c.length;
+      if (seen > limit) done(false);
+    };
+    const onEnd = () => done(true);
+    const onClose = () => done(req.complete);
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('close', onClose);
+    req.resume();
   });
 }
 

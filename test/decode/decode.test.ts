@@ -76,14 +76,6 @@ describe('two decode paths', () => {
     expect(fast.meta).toBeUndefined();
     expect(streamed.at(-1)!.meta).toBeUndefined();
   });
-
-  it('skipRows drops rows emitted by an earlier attempt on both paths', async () => {
-    const bytes = page(100);
-    const fast = await decodeBuffered(bytes, { skipRows: 37 });
-    const streamed = await collect(decodeStreamed(trickle(bytes, 300), { skipRows: 37, batchSize: 10 }));
-    expect(fast.rows.map((r) => (r as { id: string }).id)[0]).toBe('A37');
-    expect(streamed.flatMap((b) => b.rows)).toEqual(fast.rows);
-  });
 });
 
 describe('decodePage picks a path', () => {

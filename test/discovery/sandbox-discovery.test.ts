@@ -160,7 +160,12 @@ describe('schools show against the sandbox', () => {
     expect((d.school as any).id).toBe('A1002');
     expect(d.meta).toEqual({ online: true, approved: true, audited: false, custom_attendance_codes: true });
     expect(Object.keys(d.permissions)).toEqual(['Achievements', 'Assessment', 'School']);
-    expect(d.permissions.School!.map((p) => p.identity)).toEqual(['acl.read', 'schools.read']);
+    expect(d.permissions.School!.map((p) => p.identity)).toEqual([
+      'acl.read',
+      'school_meta.custom_attendance_codes.read',
+      'schools.mis.read',
+      'schools.read',
+    ]);
     expect(d.acl).toEqual({ mode: 'blacklist', count: 3, types: { student: 2, contact: 1 } });
     const reqs = sb.control.requests();
     expect(reqs.filter((r) => r.path.startsWith('/v1.0/meta/')).every((r) => r.region === 'apac')).toBe(true);

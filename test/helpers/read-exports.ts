@@ -26,7 +26,8 @@ export function readManifests(dir: string): CommittedTask[] {
     for (const p of m.purged ?? []) if ((purgedAt.get(p.school_id) ?? '') < m.run_id) purgedAt.set(p.school_id, m.run_id);
     for (const t of m.tasks) {
       if (t.status !== 'committed') continue;
-      const key = `${m.run_id}|${t.school_id}|${t.resource}`;
+      // A task committed in checkpoint pieces has one entry per piece (in parts and in the final manifest).
+      const key = `${m.run_id}|${t.school_id}|${t.resource}|${t.checkpoint?.seq ?? 0}`;
       if (seen.has(key)) continue;
       seen.add(key);
       out.push({ ...t, run_id: m.run_id });
@@ -124,7 +125,14 @@ export async function currentState(
 ): Promise<Map<string, Row[]>> {
   const tasks = readManifests(dir);
   const lastFull = new Map<string, string>(); // school|resource -> run_id
-  for (const t of tasks) if (t.mode === 'full') lastFull.set(`${t.school_id}|${t.resource}`, t.run_id);
+  // A full read committed in pieces is a snapshot only once its final piece is in, and it began
+  // with the run that read its first piece.
+  for (const t of tasks) {
+    if (t.mode !== 'full' || (t.checkpoint && !t.checkpoint.final)) continue;
+    const began = t.checkpoint?.snapshot ?? t.run_id;
+    const k = `${t.school_id}|${t.resource}`;
+    if ((lastFull.get(k) ?? '') < began) lastFull.set(k, began);
+  }
   const rowsByTable = new Map<string, { row: Row; run: string }[]>();
   for (const t of tasks) {
     const since = lastFull.get(`${t.school_id}|${t.resource}`);

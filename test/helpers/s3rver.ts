@@ -5,11 +5,17 @@
  * Node 20's OpenSSL 3 only allows with --openssl-legacy-provider; that flag must not leak
  * into the vitest worker. The child is this same file, started with tsx and an env marker.
  *
- * s3rver 3.7 lacks two operations our sink relies on, so the child adds them in front of
- * its router: ListMultipartUploads (GET /bucket?uploads) and AbortMultipartUpload
- * (DELETE /bucket/key?uploadId=...), both over s3rver's own uploads directory. It also
- * offers fault injection (UploadPart answers 500 from a given part number on) and request
- * counters, driven over the IPC channel.
+ * s3rver 3.7 lacks what our sink relies on, so the child adds it in front of its router:
+ * - ListMultipartUploads (GET /bucket?uploads, with Prefix and Initiated) and
+ *   AbortMultipartUpload (DELETE /bucket/key?uploadId=...), over s3rver's own uploads directory;
+ * - conditional writes: s3rver reads If-None-Match only on GET, so a PutObject with
+ *   `If-None-Match: *` would silently overwrite. The child answers it as S3 does: 412
+ *   PreconditionFailed when the key exists, else the write, with conditional writes of one key
+ *   serialised so two racing creators cannot both succeed. The request still travels to a real
+ *   server over HTTP; only the precondition is evaluated here.
+ * It also records the headers of every request that matter to us (server-side encryption,
+ * preconditions), offers fault injection (UploadPart answers 500 from a given part number on)
+ * and request counters, driven over the IPC channel.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -26,6 +32,20 @@ export interface S3rverStats {
   maxConcurrentParts: number;
   putObjects: number;
   abortedUploads: number;
+  /** UploadPart requests the store has answered with success. */
+  partsStored: number;
+}
+
+/** One request as the store received it: what it was and the headers a test may check. */
+export interface S3rverRequest {
+  method: string;
+  /** Key within the bucket ('' for bucket operations). */
+  key: string;
+  /** 'PutObject' | 'CreateMultipartUpload' | 'UploadPart' | 'CompleteMultipartUpload' | 'AbortMultipartUpload' | 'ListMultipartUploads' | 'GetObject' | 'other' */
+  op: string;
+  /** Lower-case header names: x-amz-server-side-encryption*, if-none-match, if-match. */
+  headers: Record<string, string>;
+  status: number;
 }
 
 export interface S3rverHandle {
@@ -37,12 +57,23 @@ export interface S3rverHandle {
   close(): Promise<void>;
   /** SIGKILL the store (a crash); the data directory stays for a restart on the same port. */
   kill(): Promise<void>;
+  /** Resolves once the store has stored `count` parts in all (stats().partsStored), without polling. */
+  partsStored(count: number): Promise<void>;
   /** From this part number on, every UploadPart answers 500 InternalError; null heals the store. */
   failUploadPartsFrom(partNumber: number | null): Promise<void>;
   stats(): Promise<S3rverStats>;
+  /** Every request received since the start (or the last clear), in order of arrival. */
+  requests(): Promise<S3rverRequest[]>;
+  clearRequests(): Promise<void>;
 }
 
-type Request = { op: 'fault'; from: number | null } | { op: 'stats' } | { op: 'close' };
+type Request =
+  | { op: 'fault'; from: number | null }
+  | { op: 'stats' }
+  | { op: 'requests' }
+  | { op: 'clear-requests' }
+  | { op: 'parts-stored'; count: number }
+  | { op: 'close' };
 type ToChild = Request & { id: number };
 type FromChild = { ready: true; port: number } | { id: number; value?: unknown };
 
@@ -106,6 +137,9 @@ export async function startS3rver(opts: { dir?: string; port?: number; bucket?: 
     kill: () => stop('kill'),
     failUploadPartsFrom: async (from) => void (await call({ op: 'fault', from })),
     stats: async () => (await call({ op: 'stats' })) as S3rverStats,
+    requests: async () => (await call({ op: 'requests' })) as S3rverRequest[],
+    clearRequests: async () => void (await call({ op: 'clear-requests' })),
+    partsStored: async (count) => void (await call({ op: 'parts-stored', count })),
   };
 }
 
@@ -123,7 +157,28 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
     directory: config.dir,
     configureBuckets: [{ name: config.bucket }],
   });
-  const stats: S3rverStats = { uploadParts: 0, maxConcurrentParts: 0, putObjects: 0, abortedUploads: 0 };
+  const stats: S3rverStats = { uploadParts: 0, maxConcurrentParts: 0, putObjects: 0, abortedUploads: 0, partsStored: 0 };
+  const partWaiters: { count: number; resolve: () => void }[] = [];
+  const partStored = () => {
+    stats.partsStored++;
+    for (const w of partWaiters.splice(0)) {
+      if (stats.partsStored >= w.count) w.resolve();
+      else partWaiters.push(w);
+    }
+  };
+  let requests: S3rverRequest[] = [];
+  const conditional = new Map<string, Promise<void>>();
+  const RECORDED = /^(x-amz-server-side-encryption.*|if-none-match|if-match)$/;
+  const opOf = (method: string, key: string, q: Record<string, string | undefined>): string => {
+    if (method === 'GET' && key === '' && 'uploads' in q) return 'ListMultipartUploads';
+    if (method === 'POST' && 'uploads' in q) return 'CreateMultipartUpload';
+    if (method === 'PUT' && q.uploadId && q.partNumber) return 'UploadPart';
+    if (method === 'POST' && q.uploadId) return 'CompleteMultipartUpload';
+    if (method === 'DELETE' && q.uploadId) return 'AbortMultipartUpload';
+    if (method === 'PUT' && key !== '') return 'PutObject';
+    if (method === 'GET' && key !== '') return 'GetObject';
+    return 'other';
+  };
   let partsInFlight = 0;
   let failPartsFrom: number | null = null;
   const uploadsDir = (bucket: string): string => server.store.getResourcePath(bucket, undefined, 'uploads');
@@ -136,14 +191,26 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
     const q = ctx.query as Record<string, string | undefined>;
     if (ctx.method === 'GET' && key === '' && 'uploads' in q) {
       const ids = await fs.readdir(uploadsDir(bucket)).catch(() => [] as string[]);
-      const uploads = await Promise.all(
-        ids.map(async (id) => ({ id, key: await fs.readFile(path.join(uploadsDir(bucket), id, 'key'), 'utf8').catch(() => '') })),
-      );
+      const prefix = q.prefix ?? '';
+      const uploads = (
+        await Promise.all(
+          ids.map(async (id) => {
+            const dir = path.join(uploadsDir(bucket), id);
+            const st = await fs.stat(dir).catch(() => undefined);
+            return { id, key: await fs.readFile(path.join(dir, 'key'), 'utf8').catch(() => ''), initiated: st?.birthtime ?? new Date(0) };
+          }),
+        )
+      ).filter((u) => u.key.startsWith(prefix));
       ctx.type = 'application/xml';
       ctx.body =
         `<?xml version="1.0" encoding="UTF-8"?><ListMultipartUploadsResult><Bucket>${xmlEscape(bucket)}</Bucket>` +
         `<IsTruncated>false</IsTruncated>` +
-        uploads.map((u) => `<Upload><Key>${xmlEscape(u.key)}</Key><UploadId>${u.id}</UploadId></Upload>`).join('') +
+        uploads
+          .map(
+            (u) =>
+              `<Upload><Key>${xmlEscape(u.key)}</Key><UploadId>${u.id}</UploadId><Initiated>${u.initiated.toISOString()}</Initiated></Upload>`,
+          )
+          .join('') +
         `</ListMultipartUploadsResult>`;
       return;
     }
@@ -176,7 +243,9 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
       }
       stats.maxConcurrentParts = Math.max(stats.maxConcurrentParts, ++partsInFlight);
       try {
-        return await next();
+        await next();
+        if (ctx.status === 200) partStored();
+        return;
       } finally {
         partsInFlight--;
       }
@@ -186,13 +255,62 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
     await next();
   });
 
+  server.middleware.unshift(
+    // unshifted last, so it runs first: every request is recorded, the ones answered below too
+    async (ctx: any, next: () => Promise<void>) => {
+      const [bucket, ...keyParts] = ctx.path.slice(1).split('/');
+      const key = decodeURIComponent(keyParts.join('/'));
+      const q = ctx.query as Record<string, string | undefined>;
+      const op = opOf(ctx.method, key, q);
+      const headers = Object.fromEntries(Object.entries(ctx.headers as Record<string, string>).filter(([name]) => RECORDED.test(name)));
+      const rec: S3rverRequest = { method: ctx.method, key, op, headers, status: 0 };
+      requests.push(rec);
+      try {
+        if (op === 'PutObject' && ctx.headers['if-none-match'] === '*') {
+          // serialise conditional writes of one key: check and write are one step, as on S3
+          const id = `${bucket}/${key}`;
+          const before = conditional.get(id) ?? Promise.resolve();
+          let done!: () => void;
+          const mine = new Promise<void>((r) => (done = r));
+          conditional.set(
+            id,
+            before.then(() => mine),
+          );
+          await before;
+          try {
+            if (await server.store.existsObject(bucket, key)) {
+              for await (const _ of ctx.req) void _;
+              ctx.status = 412;
+              ctx.type = 'application/xml';
+              ctx.body = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message><Condition>If-None-Match</Condition></Error>`;
+              return;
+            }
+            await next();
+          } finally {
+            done();
+            if (conditional.get(id) === mine) conditional.delete(id);
+          }
+          return;
+        }
+        await next();
+      } finally {
+        rec.status = ctx.status;
+      }
+    },
+  );
+
   // A crashed test worker must not leave a store behind: the IPC channel closing ends the child.
   process.on('disconnect', () => process.exit(0));
   const address = await server.run();
   process.on('message', async (m: ToChild) => {
     if (m.op === 'fault') failPartsFrom = m.from;
     if (m.op === 'close') await server.close();
-    process.send?.({ id: m.id, value: m.op === 'stats' ? { ...stats } : undefined }, () => {
+    if (m.op === 'clear-requests') requests = [];
+    if (m.op === 'parts-stored' && stats.partsStored < m.count) {
+      await new Promise<void>((resolve) => partWaiters.push({ count: m.count, resolve }));
+    }
+    const value = m.op === 'stats' ? { ...stats } : m.op === 'requests' ? requests : undefined;
+    process.send?.({ id: m.id, value }, () => {
       if (m.op === 'close') process.exit(0);
     });
   });

@@ -4,8 +4,10 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { call } from './helpers.ts';
 
 let sb: Sandbox;
+/** Every wait the sandbox was asked to make (slow faults, latency): counted, never slept. */
+const waits: number[] = [];
 beforeAll(async () => {
-  sb = await startSandbox();
+  sb = await startSandbox({ sleep: (ms) => (waits.push(ms), Promise.resolve()) });
 });
 afterAll(() => sb.close());
 
@@ -59,15 +61,20 @@ describe('faults', () => {
   });
 
   it('slow delays the answer; latency applies to every page', async () => {
+    waits.length = 0;
     sb.control.fault({ kind: 'slow', delayMs: 150 });
-    let t = Date.now();
     expect((await call(url(), { token: sb.tokens.full })).status).toBe(200);
-    expect(Date.now() - t).toBeGreaterThanOrEqual(140);
-    sb.control.latency(60);
-    t = Date.now();
+    expect(waits).toEqual([150]);
+    sb.control.fault({ kind: 'slow' });
     await call(url(), { token: sb.tokens.full });
-    expect(Date.now() - t).toBeGreaterThanOrEqual(55);
+    expect(waits).toEqual([150, 1000]); // the default delay
+    sb.control.latency(60);
+    await call(url(), { token: sb.tokens.full });
+    await call(`${url()}?page=2`, { token: sb.tokens.full });
+    expect(waits).toEqual([150, 1000, 60, 60]);
     sb.control.latency(0);
+    await call(url(), { token: sb.tokens.full });
+    expect(waits).toEqual([150, 1000, 60, 60]);
   });
 
   it('logs requests with method, path and query, status and region', async () => {

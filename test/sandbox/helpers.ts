@@ -12,10 +12,10 @@ export interface RawResponse {
 
 export function call(
   url: string,
-  opts: { method?: string; token?: string | null; auth?: string; gzip?: boolean; body?: unknown } = {},
+  opts: { method?: string; token?: string | null; auth?: string; gzip?: boolean; body?: unknown; headers?: Record<string, string> } = {},
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...opts.headers };
     if (opts.auth !== undefined) headers.authorization = opts.auth;
     else if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     if (opts.gzip) headers['accept-encoding'] = 'gzip';

@@ -126,3 +126,22 @@ describe('control API over HTTP', () => {
     expect((await call(`${base}/schools/A1001/access`, { method: 'PUT', token: T, body: { state: 'sleepy' } })).status).toBe(400);
   });
 });
+
+describe('setWebhookUrl', () => {
+  it('points later webhooks elsewhere or stops them, in process and over HTTP', async () => {
+    const other = await startSandbox({ schools: 1 });
+    try {
+      await other.control.setAccess('A9001', 'approved'); // no URL yet: nothing sent
+      other.control.setWebhookUrl(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/first`);
+      await other.control.setAccess('A9001', 'revoked');
+      const put = await call(`${other.url}/_control/webhook-url`, { method: 'PUT', token: other.tokens.full, body: { url: null } });
+      expect(put.status).toBe(200);
+      await other.control.setAccess('A9002', 'declined');
+      expect(received.map((r) => r.body.payload_type)).toEqual(['accessRevoked']);
+      const bad = await call(`${other.url}/_control/webhook-url`, { method: 'PUT', token: other.tokens.full, body: { url: 'nope' } });
+      expect([bad.status, bad.json.error.message]).toEqual([400, expect.stringMatching(/is not a URL/)]);
+    } finally {
+      await other.close();
+    }
+  });
+});

@@ -77,7 +77,7 @@ describe('LocalSink files', () => {
         await realIo.fsyncDir(dir);
       },
     };
-    const sink = new LocalSink(root, io);
+    const sink = new LocalSink(root, { io });
     const file = await sink.openFile(REL);
     // New directories: each parent is synced so the new entries survive a crash.
     expect(events).toEqual(['dir achievements/region=uk visible=false', 'dir achievements visible=false', 'dir . visible=false']);
@@ -94,7 +94,7 @@ describe('LocalSink files', () => {
       },
       fsyncDir: realIo.fsyncDir,
     };
-    const sink = new LocalSink(root, io);
+    const sink = new LocalSink(root, { io });
     const file = await sink.openFile(REL);
     file.stream.end('data');
     await expect(file.commit()).rejects.toMatchObject({ code: 'E_SINK', message: expect.stringContaining('EIO') });
@@ -111,7 +111,7 @@ describe('LocalSink files', () => {
         await realIo.fsyncDir(dir);
       },
     };
-    const sink = new LocalSink(root, io);
+    const sink = new LocalSink(root, { io });
     const file = await sink.openFile(REL);
     file.stream.end('data');
     await expect(file.commit()).rejects.toThrow(/dir fsync/);

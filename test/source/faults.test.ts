@@ -45,14 +45,20 @@ describe('retriable statuses recover', () => {
 });
 
 describe('Retry-After', () => {
-  it('seconds: waits exactly that long', async () => {
+  it('seconds: waits exactly that long before the next attempt', async () => {
     const ev: ClientEvent[] = [];
     const s = await server((_req, res, n) => (n === 1 ? json(res, 429, {}, { 'retry-after': '1' }) : json(res, 200, { data: rows(0, 1) })));
-    const c = client(s.url, ev, { retry: { baseDelayMs: 1, maxDelayMs: 5000 } });
-    const started = Date.now();
+    // an injected clock: the wait is observed, not spent
+    const log: string[] = [];
+    const clock = {
+      now: () => 0,
+      sleep: async (ms: number) => void log.push(`sleep ${ms} after ${s.requests.length} request(s)`),
+    };
+    const c = client(s.url, ev, { retry: { baseDelayMs: 1, maxDelayMs: 5000 }, clock });
     await c.getJson('/schools');
     expect(retries(ev).map((e) => e.delayMs)).toEqual([1000]);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(990);
+    expect(log).toEqual(['sleep 1000 after 1 request(s)']);
+    expect(s.requests).toHaveLength(2);
   });
 
   it('HTTP date: measured against the server Date header', async () => {
@@ -63,8 +69,11 @@ describe('Retry-After', () => {
         ? json(res, 503, {}, { date: now.toUTCString(), 'retry-after': new Date(now.getTime() + 1000).toUTCString() })
         : json(res, 200, { data: rows(0, 1) }),
     );
-    await all(client(s.url, ev, { retry: { baseDelayMs: 1, maxDelayMs: 5000 } }).paginate('/schools', {}));
+    const slept: number[] = [];
+    const clock = { now: () => 0, sleep: async (ms: number) => void slept.push(ms) };
+    await all(client(s.url, ev, { retry: { baseDelayMs: 1, maxDelayMs: 5000 }, clock }).paginate('/schools', {}));
     expect(retries(ev).map((e) => e.delayMs)).toEqual([1000]);
+    expect(slept).toEqual([1000]);
   });
 
   it('is capped at maxDelayMs', async () => {
@@ -151,7 +160,7 @@ describe('bodies cut short', () => {
   });
 
   for (const gzip of [false, true]) {
-    it(`a streamed page cut mid-body is retried without duplicate rows (gzip=${gzip})`, async () => {
+    it(`a streamed page cut mid-body is retried; rows already emitted are recognised by key (gzip=${gzip})`, async () => {
       const ev: ClientEvent[] = [];
       const plain = Buffer.from(JSON.stringify({ data: rows(0, 6000), meta: { pagination: { next: null, more: false } } }));
       const body = gzip ? gzipSync(plain) : plain;
@@ -173,7 +182,7 @@ describe('bodies cut short', () => {
       const c = client(s.url, ev, { streamThresholdBytes: 16 * 1024 });
       const got: PageBatch[] = [];
       let batchesBeforeRetry = -1;
-      for await (const b of c.paginate('/schools', {})) {
+      for await (const b of c.paginate('/schools', { rowKey: (r) => (r as { id: string }).id })) {
         got.push(b);
         sawBatch();
         if (batchesBeforeRetry < 0 && retries(ev).length > 0) batchesBeforeRetry = got.length - 1;

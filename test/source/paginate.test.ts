@@ -142,7 +142,7 @@ describe('pagination protocol errors', () => {
         seen.push(...b.rows.map((r) => (r as { id: string }).id));
       }
     })().catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'E_PROTOCOL' });
+    expect(err).toMatchObject({ code: 'E_PROTOCOL', school: 'A7', endpoint: 'achievements' });
     expect((err as Error).message).toMatch(/school A7, achievements: .*repeated a pagination cursor/);
     expect(s.requests).toHaveLength(2);
     // the page whose link is bad is refused whole: its rows never reach the consumer

@@ -1,13 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { classifyFailure, parseRetryAfter, retryDelay, retryPolicy } from '../../src/source/retry.ts';
+import { classifyFailure, nextStep, parseRetryAfter, retryDelay, retryPolicy } from '../../src/source/retry.ts';
 import { describeUrl, redactText } from '../../src/source/redact.ts';
 
 describe('retry policy', () => {
   const p = retryPolicy({ baseDelayMs: 100, maxDelayMs: 1000 });
 
-  it('defaults to 6 attempts, 250 ms base, 30 s cap', () => {
-    expect(retryPolicy()).toEqual({ maxAttempts: 6, baseDelayMs: 250, maxDelayMs: 30_000 });
+  it('defaults to 6 attempts within 2 minutes, 250 ms base, 30 s cap', () => {
+    expect(retryPolicy()).toEqual({ maxAttempts: 6, maxElapsedMs: 120_000, baseDelayMs: 250, maxDelayMs: 30_000 });
     expect(retryPolicy({ maxAttempts: undefined }).maxAttempts).toBe(6);
+  });
+
+  it('stops at maxAttempts, or when the next wait would end past maxElapsedMs', () => {
+    const q = retryPolicy({ maxAttempts: 40, maxElapsedMs: 900_000, maxDelayMs: 30_000 });
+    expect(nextStep(1, 0, q, 30_000)).toEqual({ retry: true, delayMs: 30_000 });
+    expect(nextStep(29, 840_000, q, 30_000)).toEqual({ retry: true, delayMs: 30_000 });
+    expect(nextStep(30, 880_000, q, 30_000)).toEqual({ retry: false, why: 'gave up after 30 attempts in 880s (retry budget 900s)' });
+    expect(nextStep(40, 0, q, 0)).toEqual({ retry: false, why: 'gave up after 40 attempts' });
   });
 
   it('full jitter under a doubling ceiling capped at maxDelayMs', () => {

@@ -100,7 +100,12 @@ describe('against the sandbox', () => {
     const got: string[] = [];
     let batches = 0;
     try {
-      for await (const b of c.paginate(`/schools/${BIG}/achievements`, { domain, perPage: 5000, include: ['students', 'employees'] })) {
+      for await (const b of c.paginate(`/schools/${BIG}/achievements`, {
+        domain,
+        perPage: 5000,
+        include: ['students', 'employees'],
+        rowKey: idOf,
+      })) {
         got.push(...b.rows.map(idOf));
         batches++;
       }

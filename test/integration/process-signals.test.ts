@@ -1,0 +1,165 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
+import { readManifests, warehouseState } from '../helpers/read-exports.ts';
+import { canonical, expectedState, tempDir } from './helpers.ts';
+
+/**
+ * The command as cron or Kubernetes runs it, in its own process: stopped by signals at a known
+ * page (the sandbox holds that page's request), and killed outright mid-read, then resumed.
+ */
+const BIN = resolve(import.meta.dirname, '../../bin/school-export.js');
+
+function cli(sb: Sandbox, args: string[]) {
+  const domains = Object.entries(sb.domains).flatMap(([d, u]) => ['--domain', `${d}=${u}`]);
+  const child = spawn(process.execPath, [BIN, 'run', '--api-url', sb.url, ...domains, '--progress', 'json', ...args], {
+    env: { ...process.env, SCHOOL_API_TOKEN: sb.tokens.full },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((res) =>
+    child.on('close', (code, signal) => res({ code, signal, stdout, stderr })),
+  );
+  return { child, done };
+}
+
+function finalManifest(dir: string): { status: string; tasks: { status: string; school_id: string; resource: string }[] } {
+  const names = readdirSync(join(dir, '_manifests')).filter((n) => n.endsWith('.json'));
+  expect(names.length).toBe(1);
+  return JSON.parse(readFileSync(join(dir, '_manifests', names[0]!), 'utf8'));
+}
+
+describe('signals and kills', () => {
+  let sb: Sandbox;
+  beforeAll(async () => {
+    sb = await startSandbox({ seed: 31, schools: 3, achievementsPerSchool: 400, bigSchools: { A1001: 20_000 } });
+  });
+  afterAll(async () => {
+    await sb?.close();
+  });
+
+  for (const [sig, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
+    it(`${sig} stops the run promptly: nothing half-written, manifest 'interrupted', each unfinished task once, exit ${code}`, async () => {
+      const tmp = tempDir('sig-');
+      try {
+        sb.control.clearRequests();
+        const held = sb.control.hold({ school: 'A1001', resource: 'achievements', page: 3 });
+        const p = cli(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--per-page', '200', '--concurrency', '2', '--schools', 'A1001']);
+        await held.reached;
+        p.child.kill(sig);
+        held.release();
+        const r = await p.done;
+        expect(r.code).toBe(code);
+        const m = finalManifest(tmp.dir);
+        expect(m.status).toBe('interrupted');
+        const unfinished = m.tasks.filter((t) => t.status !== 'committed');
+        expect(unfinished.some((t) => t.resource === 'achievements' && t.status === 'interrupted')).toBe(true);
+        expect(unfinished.some((t) => t.status === 'not_started')).toBe(true);
+        // The summary names each unfinished task once (stdout is JSON when piped).
+        const summary = JSON.parse(r.stdout.trim().split('\n').pop()!);
+        expect(summary.status).toBe('interrupted');
+        const keys = summary.failures.map((f: { school_id: string; resource: string }) => `${f.school_id} ${f.resource}`);
+        expect(new Set(keys).size).toBe(keys.length);
+        // Nothing committed that is not listed; no temporary file left behind by the stopped tasks.
+        const listed = new Set(readManifests(tmp.dir).flatMap((t) => t.files.map((f) => f.path)));
+        const files = walk(tmp.dir).filter((f) => !f.startsWith('_'));
+        expect(files.filter((f) => !listed.has(f))).toEqual([]);
+      } finally {
+        tmp.cleanup();
+      }
+    });
+  }
+
+  it('a second signal exits at once, even while a request hangs', async () => {
+    const tmp = tempDir('sig2-');
+    try {
+      sb.control.clearRequests(); // page counts start again
+      const held = sb.control.hold({ school: 'A1001', resource: 'achievements', page: 2 });
+      const p = cli(sb, [
+        '--dest',
+        tmp.dir,
+        '--format',
+        'ndjson',
+        '--per-page',
+        '200',
+        '--schools',
+        'A1001',
+        '--resources',
+        'achievements',
+      ]);
+      await held.reached;
+      p.child.kill('SIGINT');
+      // The held request never answers: only the second signal can end the process.
+      await new Promise<void>((res) => p.child.stderr.on('data', (d: Buffer) => String(d).includes('SIGINT received') && res()));
+      p.child.kill('SIGINT');
+      const r = await p.done;
+      expect(r.code).toBe(130);
+      held.release();
+    } finally {
+      tmp.cleanup();
+    }
+  });
+
+  for (const variant of [
+    'resumes from its saved cursor',
+    'restarts from page 1 when the cursor is refused',
+    'resumes after rows changed',
+  ]) {
+    it(`a task over 20,000 rows killed (SIGKILL) halfway ${variant}, and the warehouse then equals the sandbox`, async () => {
+      const tmp = tempDir('kill20k-');
+      const args = ['--dest', tmp.dir, '--format', 'parquet', '--per-page', '500', '--schools', 'A1001'];
+      const interval = 5; // checkpoint every 5 pages of 40
+      try {
+        sb.control.clearRequests(); // page counts start again
+        const held = sb.control.hold({ school: 'A1001', resource: 'achievements', page: 22 }); // page 21 is asked for only after page 20's checkpoint
+        const p = cli(sb, [...args, '--checkpoint-pages', String(interval), '--resources', 'achievements']);
+        await held.reached;
+        p.child.kill('SIGKILL');
+        held.release();
+        expect((await p.done).signal).toBe('SIGKILL');
+        const state = JSON.parse(readFileSync(join(tmp.dir, '_state/region=uk/school_id=A1001.json'), 'utf8'));
+        const cp = state.resources.achievements.checkpoint;
+        expect(cp.pages).toBe(20);
+
+        if (variant.includes('refused')) sb.control.invalidateCursors();
+        if (variant.includes('changed')) {
+          const ids = sb.control.records('A1001', 'achievements').map((r) => (r as { id: string }).id);
+          sb.control.update('A1001', 'achievements', ids[5]!, { comment: 'changed behind the saved cursor' });
+          sb.control.update('A1001', 'achievements', ids[19_000]!, { comment: 'changed ahead of the saved cursor' });
+          sb.control.remove('A1001', 'achievements', ids[7]!);
+        }
+        sb.control.clearRequests();
+        const again = cli(sb, [...args, '--checkpoint-pages', String(interval), '--resources', 'achievements,deletions']);
+        const r = await again.done;
+        expect(r.code, r.stderr).toBe(0);
+        const pages = sb.control.requests().filter((q) => q.path.startsWith('/v1.0/schools/A1001/achievements')).length;
+        if (variant.includes('refused')) expect(pages).toBeLessThanOrEqual(1 + 40 + 1);
+        else expect(pages).toBeLessThanOrEqual(40 - 20 + interval + 1);
+
+        const db = join(tmp.dir, '..', `${tmp.dir.split('/').pop()}.duckdb`);
+        const wh = await warehouseState(tmp.dir, db);
+        const want = await expectedState(sb, ['A1001'], () => 'uk');
+        for (const table of ['achievements', 'achievement_students', 'achievement_employees']) {
+          expect(canonical(wh.get(table) ?? []), table).toEqual(canonical(want.get(table) ?? []));
+        }
+      } finally {
+        tmp.cleanup();
+      }
+    });
+  }
+});
+
+function walk(dir: string, base = ''): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(join(dir, e.name), `${base}${e.name}/`) : [`${base}${e.name}`],
+  );
+}
