@@ -231,8 +231,11 @@ export async function latency(o: Opts): Promise<LatencyRun[]> {
   const { schools, rows, maxPerPage, ms, concurrency } = o.scale.latency;
   const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage }, true);
   // What must be fetched at the maximum per_page: the discovery list and each school's pages.
-  const perSchool = Math.ceil(rows / maxPerPage);
-  const minRequests = Math.ceil(schools / maxPerPage) + schools * perSchool;
+  // What a run must ask: the discovery list, the revoked and declined lists (reconciliation), and
+  // per school its permissions (probed before a full read) and its pages at the maximum per_page.
+  const perSchool = 1 + Math.ceil(rows / maxPerPage);
+  const fixed = Math.ceil(schools / maxPerPage) + 2;
+  const minRequests = fixed + schools * perSchool;
   const out: LatencyRun[] = [];
   try {
     await warm(o, sb, 'latency');
@@ -248,7 +251,7 @@ export async function latency(o: Opts): Promise<LatencyRun[]> {
       );
       await sb.command({ cmd: 'reset' });
       const r = await bestExport(o, exportArgs(sb, '', 'ndjson', { concurrency: c, connectionsPerDomain: connections }), 1, `lat-${c}`);
-      const chainMs = (Math.ceil(schools / maxPerPage) + Math.ceil(schools / c) * perSchool) * ms;
+      const chainMs = (fixed + Math.ceil(schools / c) * perSchool) * ms;
       out.push({
         concurrency: c,
         connections,
