@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// The installed command. `npm ci` compiles src/ to dist/ (the "prepare" script), and plain Node
-// runs that: about 30 MB less memory and a faster start than compiling on the fly. When dist/
-// is missing or older than any source file (a developer editing src/), tsx's loader runs the
-// TypeScript sources directly instead, so the command is never stale.
+// The installed command runs the compiled dist/ with plain Node: that is all a production install
+// (a packed tarball, `npm install --omit=dev`) has and needs. In a development checkout, when
+// dist/ is missing or older than any source file, tsx (a dev dependency) runs the TypeScript
+// sources instead, so an edited checkout never runs stale code.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +13,7 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const compiled = join(root, 'dist/cli/main.js');
+const sources = join(root, 'src');
 
 function newestSource(dir) {
   let newest = 0;
@@ -23,10 +24,21 @@ function newestSource(dir) {
   return newest;
 }
 
-if (existsSync(compiled) && statSync(compiled).mtimeMs >= newestSource(join(root, 'src'))) {
+const hasSources = existsSync(sources);
+if (existsSync(compiled) && (!hasSources || statSync(compiled).mtimeMs >= newestSource(sources))) {
   await import(compiled);
 } else {
-  const { register } = await import('tsx/esm/api');
+  let register;
+  try {
+    ({ register } = await import('tsx/esm/api'));
+  } catch {
+    process.stderr.write(
+      existsSync(compiled)
+        ? 'school-export: dist/ is older than src/ and tsx (a dev dependency) is not installed: run `npm run build`\n'
+        : 'school-export: dist/ is not built. Install a packed tarball (`npm pack` on a build machine), or in a clone run `npm ci && npm prune --omit=dev` (npm ci builds dist/)\n',
+    );
+    process.exit(2);
+  }
   register();
   await import('../src/cli/main.ts');
 }

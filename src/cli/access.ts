@@ -3,11 +3,12 @@ import type { Argv, CommandModule } from 'yargs';
 import type { ApiClient } from '../source/client.ts';
 import { assertSafeId } from '../ids.ts';
 import { buildContacts } from '../discovery/contacts.ts';
-import { usageError } from '../discovery/lists.ts';
+import { ConfigError } from '../errors.ts';
 import { requestAccess, revokeAccess, type AccessResult } from '../discovery/service.ts';
 import { terminalSafe } from '../discovery/render.ts';
-import { wantsJson, withApiOptions, type ApiArgs } from './common.ts';
-import { clientFromArgs, write, type CliIo } from './schools.ts';
+import { clientFromArgs, regionalDomains } from './client.ts';
+import { wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
+import type { CliIo } from './schools.ts';
 
 /** `school-export access request|revoke`: adapts arguments; validation and calls live in src/discovery/. */
 interface RequestArgs extends ApiArgs {
@@ -59,7 +60,7 @@ export async function accessRequest(a: RequestArgs, io: AccessIo = stdio(), clie
   if (!contacts.length) io.err.write('note: no --contact given; naming a contact at the school may speed approval\n');
   const c = client ?? clientFromArgs(a);
   try {
-    const r = await requestAccess(c, id, contacts);
+    const r = await requestAccess(c, id, contacts, regionalDomains(a));
     await print(r, a.json, io);
     return r;
   } finally {
@@ -70,15 +71,16 @@ export async function accessRequest(a: RequestArgs, io: AccessIo = stdio(), clie
 export async function accessRevoke(a: RevokeArgs, io: AccessIo = stdio(), client?: ApiClient): Promise<AccessResult> {
   const id = assertSafeId(a.id);
   if (!a.yes) {
-    if (!io.confirm) throw usageError(`refusing to revoke access to ${id} without confirmation: no terminal to ask on, pass --yes`);
+    if (!io.confirm)
+      throw new ConfigError(`refusing to revoke access to ${id} without confirmation: no terminal to ask on, pass --yes`, 'E_USAGE');
     const ok = await io.confirm(
       `Revoke this application's access to school ${id}? The school must approve a new request to undo it. [y/N] `,
     );
-    if (!ok) throw usageError(`access to ${id} not revoked (not confirmed)`);
+    if (!ok) throw new ConfigError(`access to ${id} not revoked (not confirmed)`, 'E_USAGE');
   }
   const c = client ?? clientFromArgs(a);
   try {
-    const r = await revokeAccess(c, id);
+    const r = await revokeAccess(c, id, regionalDomains(a));
     await print(r, a.json, io);
     return r;
   } finally {

@@ -1,5 +1,31 @@
-import type { Argv } from 'yargs';
-export { normaliseBaseUrl, parseDomains, resolveToken } from '../config/credentials.ts';
+import { once } from 'node:events';
+import type { Argv, Options } from 'yargs';
+import { envName } from '../config/env.ts';
+import type { PipelineKey } from '../config/schema.ts';
+
+/**
+ * What the commands share: the API options, help text that names each setting's variable and
+ * default, and output helpers (terminal or NDJSON, back-pressure). Kept free of heavy imports:
+ * every command's --help loads it.
+ */
+
+export const PRECEDENCE =
+  'Every setting comes from, in this order: its flag, its SCHOOL_EXPORT_<KEY> environment variable, the pipeline file, the default. ' +
+  'Pipeline-file settings without a flag of their own take JSON in SCHOOL_EXPORT_SANDBOX, SCHOOL_EXPORT_CUSTOM_RESOURCES, SCHOOL_EXPORT_RESOURCE_OPTIONS and SCHOOL_EXPORT_PERSONAL_DATA (whose classes also have flags: --person-id, --direct-identifier, --free-text, --personal-column). ' +
+  'The token: SCHOOL_API_TOKEN or --token-file. S3: the standard AWS variables (AWS_PROFILE, AWS_REGION, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, ...).';
+
+/** "rows per page [env SCHOOL_EXPORT_PER_PAGE] (default 1000)" */
+export function settingHelp(key: PipelineKey, what: string, def?: string | number): string {
+  return `${what} [env ${envName(key)}]${def === undefined ? '' : ` (default ${def})`}`;
+}
+
+/**
+ * An integer flag. Declared without a yargs type so that a value that is not a number reaches
+ * validation as typed ("--per-page abc: expected an integer from 1 to 100000") instead of NaN.
+ */
+export function integerOption(describe: string): Options {
+  return { requiresArg: true, describe: `${describe} [integer]` };
+}
 
 /** Options every command that talks to the API shares. */
 export interface ApiArgs {
@@ -11,20 +37,33 @@ export interface ApiArgs {
 
 export function withApiOptions<T>(y: Argv<T>): Argv<T & ApiArgs> {
   return y
-    .option('api-url', { type: 'string', describe: 'base URL of the default (discovery) domain; /v1.0/... is appended' })
-    .option('token-file', { type: 'string', describe: 'file holding the access token (default: $SCHOOL_API_TOKEN)' })
+    .option('api-url', {
+      type: 'string',
+      describe: settingHelp('api_url', 'base URL of the default (discovery) domain; /v1.0/... is appended'),
+    })
+    .option('token-file', {
+      type: 'string',
+      describe: settingHelp('token_file', 'file holding the access token (else $SCHOOL_API_TOKEN)'),
+    })
     .option('domain', {
       type: 'string',
       array: true,
-      describe:
-        'NAME=URL: where to reach a regional domain named in region.domain (repeatable); the token is sent only to configured domains',
+      describe: settingHelp(
+        'domains',
+        'NAME=URL: where to reach a regional domain named in region.domain (repeatable; env: NAME=URL,NAME=URL); the token is sent only to configured domains',
+      ),
     })
-    .option('auth', { choices: ['bearer', 'basic'] as const, describe: 'how the token is presented (default bearer)' }) as Argv<
-    T & ApiArgs
-  >;
+    .option('auth', {
+      choices: ['bearer', 'basic'] as const,
+      describe: settingHelp('auth', 'how the token is presented', 'bearer'),
+    }) as Argv<T & ApiArgs>;
 }
 
 /** Human output on a TTY, NDJSON when piped or with --json. */
 export function wantsJson(flag: boolean | undefined, stream: NodeJS.WriteStream = process.stdout): boolean {
   return Boolean(flag) || !stream.isTTY;
+}
+
+export async function write(out: NodeJS.WritableStream, s: string): Promise<void> {
+  if (!out.write(s)) await once(out, 'drain');
 }

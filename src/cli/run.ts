@@ -1,22 +1,26 @@
 import type { Argv, CommandModule } from 'yargs';
-import { resolveRunConfig } from '../config/resolve.ts';
-import type { PipelineConfig } from '../config/schema.ts';
-import { FORMAT_NAMES, PARQUET_WRITERS, type FormatName, type ParquetWriterName } from '../format/index.ts';
+import { DEFAULTS, resolveRunConfig } from '../config/resolve.ts';
+import type { LogLevel, PipelineConfig, PipelineKey, ProgressMode } from '../config/schema.ts';
+import { DEFAULT_ROW_GROUP_ROWS, FORMAT_NAMES, PARQUET_WRITERS, type ParquetWriterName } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
 import { parsePersonalColumns } from '../privacy/config.ts';
+import { LOG_LEVELS } from './log.ts';
+import { parseDomains } from '../config/credentials.ts';
+import { onInterrupt } from './interrupt.ts';
 import { openSource } from './run-source.ts';
-import { parseDomains, withApiOptions, type ApiArgs } from './common.ts';
+import { integerOption, PRECEDENCE, settingHelp, withApiOptions, type ApiArgs } from './common.ts';
 
 interface RunArgs extends ApiArgs {
   pipeline?: string;
+  'dry-run'?: boolean;
   dest?: string;
   's3-endpoint'?: string;
   's3-region'?: string;
   's3-checksum-when-required'?: boolean;
   's3-sse'?: 'AES256' | 'aws:kms';
   's3-sse-kms-key-id'?: string;
-  format?: FormatName;
+  format?: PipelineConfig['format'];
   gzip?: boolean;
   'csv-formula-guard'?: boolean;
   'row-group-rows'?: number;
@@ -32,13 +36,16 @@ interface RunArgs extends ApiArgs {
   'per-page'?: number;
   'lookback-seconds'?: number;
   'snapshot-every-hours'?: number;
-  shard?: string;
-  windows?: number;
+  'max-retries'?: number;
+  'max-retry-seconds'?: number;
   'checkpoint-pages'?: number;
   'checkpoint-seconds'?: number;
   'wait-for-lock'?: number;
   'purge-on-revoke'?: boolean;
-  progress?: 'auto' | 'tty' | 'json' | 'none';
+  shard?: string;
+  windows?: number;
+  progress?: ProgressMode;
+  'log-level'?: LogLevel;
   json?: boolean;
   'person-id'?: 'keep' | 'pseudonymise';
   'direct-identifier'?: 'keep' | 'pseudonymise' | 'drop';
@@ -84,17 +91,27 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     per_page: a['per-page'],
     lookback_seconds: a['lookback-seconds'],
     snapshot_every_hours: a['snapshot-every-hours'],
-    shard: a.shard,
-    windows: a.windows,
+    max_retries: a['max-retries'],
+    max_retry_seconds: a['max-retry-seconds'],
     checkpoint_pages: a['checkpoint-pages'],
     checkpoint_seconds: a['checkpoint-seconds'],
     wait_for_lock: a['wait-for-lock'],
     purge_on_revoke: a['purge-on-revoke'],
+    shard: a.shard,
+    windows: a.windows,
     progress: a.progress,
     personal_data: personalDataFlags(a),
     pseudonymise_key_file: a['pseudonymise-key-file'],
+    log_level: a['log-level'],
   };
 }
+
+/** Flag values as typed (before splitting lists), so an error shows what the user wrote. */
+export function typedFlags(a: RunArgs): Partial<Record<PipelineKey, unknown>> {
+  return { schools: a.schools, resources: a.resources, domains: a.domain };
+}
+
+const h = settingHelp;
 
 function personalDataFlags(a: RunArgs): PipelineConfig['personal_data'] {
   const columns = parsePersonalColumns(a['personal-column']);
@@ -107,64 +124,107 @@ export const runCommand: CommandModule<object, RunArgs> = {
   describe: 'export data: the pipeline file, or --api-url with defaults, or (with neither) the built-in sandbox to ./exports',
   builder: (y: Argv) =>
     withApiOptions(y)
-      .positional('pipeline', { type: 'string', describe: 'pipeline file (JSON); see pipelines/' })
-      .option('dest', { type: 'string', describe: 'DIR or s3://bucket/prefix (default ./exports)' })
-      .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint URL (MinIO, R2, GCS interoperability); path-style' })
-      .option('s3-region', { type: 'string' })
+      .positional('pipeline', { type: 'string', describe: 'pipeline file (JSON or YAML); see pipelines/ and schema/pipeline.schema.json' })
+      .option('dest', { type: 'string', describe: h('dest', 'DIR or s3://bucket/prefix', DEFAULTS.dest) })
+      .option('s3-endpoint', {
+        type: 'string',
+        describe: h('s3_endpoint', 'S3-compatible endpoint URL (MinIO, R2, GCS interoperability); path-style', 'AWS'),
+      })
+      .option('s3-region', { type: 'string', describe: h('s3_region', 'S3 region', 'AWS_REGION / AWS_DEFAULT_REGION / the profile') })
       .option('s3-checksum-when-required', {
         type: 'boolean',
-        describe: 'send/validate checksums only when the operation requires them (default on with --s3-endpoint)',
+        describe: h('s3_checksum_when_required', 'send/validate checksums only when the operation requires them', 'on with --s3-endpoint'),
       })
       .option('s3-sse', {
         choices: ['AES256', 'aws:kms'] as const,
-        describe: 'server-side encryption of every object written (data, manifests, state, leases)',
+        describe: h('s3_sse', 'server-side encryption of every object written (data, manifests, state, leases)', 'none'),
       })
-      .option('s3-sse-kms-key-id', { type: 'string', describe: 'with --s3-sse aws:kms: the KMS key id, ARN or alias/NAME' })
-      .option('format', { choices: FORMAT_NAMES, describe: 'output format (default parquet)' })
-      .option('gzip', { type: 'boolean', describe: 'gzip NDJSON files' })
+      .option('s3-sse-kms-key-id', {
+        type: 'string',
+        describe: h('s3_sse_kms_key_id', 'with --s3-sse aws:kms: the KMS key id, ARN or alias', 'the bucket key'),
+      })
+      .option('format', { choices: FORMAT_NAMES, describe: h('format', 'output format', DEFAULTS.format) })
+      .option('gzip', { type: 'boolean', describe: h('gzip', 'gzip NDJSON files', 'off') })
       .option('csv-formula-guard', {
         type: 'boolean',
-        describe: "prefix ' to CSV text starting with = + - @ (spreadsheet formula injection)",
+        describe: h('csv_formula_guard', "prefix ' to CSV text starting with = + - @ (spreadsheet formula injection)", 'off'),
       })
-      .option('row-group-rows', { type: 'number', describe: 'Parquet rows per row group' })
-      .option('parquet-writer', { choices: PARQUET_WRITERS, describe: 'Parquet encoder (default builtin)' })
-      .option('workers', { type: 'number', describe: 'worker threads for page CPU work; 0 = main thread only (default: from the CPUs)' })
-      .option('max-file-rows', { type: 'number', describe: 'roll over to a new file after this many rows' })
-      .option('max-file-bytes', { type: 'number', describe: 'roll over to a new file after this many bytes' })
-      .option('resources', { type: 'string', describe: 'comma-separated tables to export (default all)' })
-      .option('schools', { type: 'string', describe: 'comma-separated school ids (default all approved)' })
-      .option('full-refresh', { type: 'boolean', describe: 'ignore watermarks and export everything' })
-      .option('concurrency', { type: 'number', describe: 'tasks (school × resource) in flight (default 4)' })
-      .option('connections-per-domain', {
-        type: 'number',
-        describe: 'HTTP connections per API domain (default 2 × concurrency, at least 8)',
-      })
-      .option('per-page', { type: 'number', describe: 'rows per page requested (default 1000; the server may clamp)' })
-      .option('lookback-seconds', { type: 'number', describe: 'overlap subtracted from watermarks (default 300)' })
-      .option('snapshot-every-hours', {
-        type: 'number',
-        describe: 'full snapshot interval for tables without deletion records (default 168)',
-      })
-      .option('shard', { type: 'string', describe: 'I/N: export only the schools of shard I of N (stable hash of the school id)' })
-      .option('windows', {
-        type: 'number',
-        describe: 'split a full read of a big school into N updated_at windows read side by side (default 1)',
-      })
-      .option('checkpoint-pages', { type: 'number', describe: 'a long read commits what it has every N pages (default 50; 0: never)' })
-      .option('checkpoint-seconds', { type: 'number', describe: '... or every N seconds, whichever comes first (default 60; 0: never)' })
-      .option('wait-for-lock', {
-        type: 'number',
-        describe: 'wait up to N seconds for another run holding this destination (and shard) to finish (default: fail at once)',
-      })
+      .option('row-group-rows', integerOption(h('row_group_rows', 'Parquet rows per row group', DEFAULT_ROW_GROUP_ROWS)))
+      .option('parquet-writer', { choices: PARQUET_WRITERS, describe: h('parquet_writer', 'Parquet encoder', 'builtin') })
+      .option(
+        'workers',
+        integerOption(h('workers', "worker threads for each page's gunzip, parse and encoding; 0 = main thread only", 'one per CPU')),
+      )
+      .option('max-file-rows', integerOption(h('max_file_rows', 'roll over to a new file after this many rows', DEFAULTS.maxFileRows)))
+      .option('max-file-bytes', integerOption(h('max_file_bytes', 'roll over to a new file after this many bytes', DEFAULTS.maxFileBytes)))
+      .option('resources', { type: 'string', requiresArg: true, describe: h('resources', 'comma-separated tables to export', 'all') })
+      .option('schools', { type: 'string', requiresArg: true, describe: h('schools', 'comma-separated school ids', 'all approved') })
+      .option('full-refresh', { type: 'boolean', describe: h('full_refresh', 'ignore watermarks and export everything', 'off') })
+      .option('concurrency', integerOption(h('concurrency', 'tasks (school × resource) in flight', DEFAULTS.concurrency)))
+      .option(
+        'connections-per-domain',
+        integerOption(h('connections_per_domain', 'HTTP connections per API domain', '2 × concurrency, at least 8')),
+      )
+      .option('per-page', integerOption(h('per_page', 'rows per page requested (the server may clamp)', DEFAULTS.perPage)))
+      .option('lookback-seconds', integerOption(h('lookback_seconds', 'overlap subtracted from watermarks', DEFAULTS.lookbackSeconds)))
+      .option(
+        'snapshot-every-hours',
+        integerOption(
+          h(
+            'snapshot_every_hours',
+            'hours between full snapshots of tables without deletion records (0 = never: deletions there are then never detected); per table: resource_options in the pipeline file',
+            DEFAULTS.snapshotEveryHours,
+          ),
+        ),
+      )
+      .option(
+        'max-retries',
+        integerOption(h('max_retries', 'retries of a failed request (429, 5xx, 423, network errors)', DEFAULTS.maxRetries)),
+      )
+      .option(
+        'max-retry-seconds',
+        integerOption(h('max_retry_seconds', 'time one request may spend retrying, waits included', DEFAULTS.maxRetrySeconds)),
+      )
+      .option(
+        'checkpoint-pages',
+        integerOption(
+          h('checkpoint_pages', 'a long full read commits a checkpoint every this many pages (0 = never)', DEFAULTS.checkpointPages),
+        ),
+      )
+      .option(
+        'checkpoint-seconds',
+        integerOption(
+          h('checkpoint_seconds', '... or every this many seconds, whichever comes first (0 = never)', DEFAULTS.checkpointSeconds),
+        ),
+      )
+      .option(
+        'wait-for-lock',
+        integerOption(h('wait_for_lock', 'seconds to wait for another run holding this destination (or shard); else exit 2 at once', 0)),
+      )
       .option('purge-on-revoke', {
         type: 'boolean',
-        describe: 'delete the data of schools the service lists as revoked or declined (as webhooks serve --purge-on-revoke)',
+        describe: h('purge_on_revoke', 'purge the exported data of schools the service lists as revoked or declined', 'off'),
+      })
+      .option(
+        'windows',
+        integerOption(h('windows', 'split a full read of a big school into N updated_at windows read side by side (1 = off)', 1)),
+      )
+      .option('shard', {
+        type: 'string',
+        requiresArg: true,
+        describe: h('shard', 'I/N: export only the schools of shard I of N (stable hash of the school id)', '0/1'),
       })
       .option('progress', {
         choices: ['auto', 'tty', 'json', 'none'] as const,
-        describe: 'live display on a TTY, JSON lines otherwise (default auto)',
+        describe: h('progress', 'live display on a TTY, JSON lines otherwise', DEFAULTS.progress),
       })
-      .option('json', { type: 'boolean', describe: 'print the summary as JSON' })
+      .option('log-level', { choices: LOG_LEVELS, describe: h('log_level', 'least severe JSON log line written', DEFAULTS.logLevel) })
+      .option('json', { type: 'boolean', describe: 'print the summary as JSON on stdout (the default when stdout is not a terminal)' })
+      .option('dry-run', {
+        type: 'boolean',
+        describe:
+          'discover schools and print the plan (each task, its mode and updated_after, skipped schools, paths): no data request, no write',
+      })
       .option('person-id', {
         choices: ['keep', 'pseudonymise'] as const,
         describe: 'ids of students, contacts, employees (docs/personal-data.md; default keep)',
@@ -181,10 +241,12 @@ export const runCommand: CommandModule<object, RunArgs> = {
       })
       .option('pseudonymise-key-file', {
         type: 'string',
-        describe: 'file holding the secret pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE)',
-      }) as unknown as Argv<RunArgs>,
+        describe: h('pseudonymise_key_file', 'file holding the secret pseudonymisation key (at least 32 bytes)', 'none'),
+      })
+      .epilogue(PRECEDENCE) as unknown as Argv<RunArgs>,
   handler: async (a) => {
-    const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a));
+    const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a), process.env, typedFlags(a));
+    if (a['dry-run']) return dryRun(cfg, a.json === true);
     const interrupt = onInterrupt();
     const source = await openSource(cfg);
     try {
@@ -199,27 +261,24 @@ export const runCommand: CommandModule<object, RunArgs> = {
   },
 };
 
-const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
-
-/**
- * The first SIGINT/SIGTERM asks the run to stop (tasks stop at their next page, nothing
- * half-written is committed, the manifest says `interrupted`); a second one exits at once.
- */
-function onInterrupt(): { signal: AbortSignal; exitCode(): number; dispose(): void } {
-  const ac = new AbortController();
-  let received: keyof typeof SIGNAL_EXIT | undefined;
-  const handler = (sig: keyof typeof SIGNAL_EXIT) => {
-    if (received) process.exit(SIGNAL_EXIT[sig]);
-    received = sig;
-    process.stderr.write(`school-export: ${sig} received: stopping (finishing the manifest); send it again to exit at once\n`);
-    ac.abort(new Error(`interrupted by ${sig}`));
-  };
-  for (const sig of Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]) process.on(sig, handler);
-  return {
-    signal: ac.signal,
-    exitCode: () => SIGNAL_EXIT[received ?? 'SIGINT'],
-    dispose: () => {
-      for (const sig of Object.keys(SIGNAL_EXIT)) process.off(sig, handler);
-    },
-  };
+/** `run --dry-run`: the plan, as a table on a terminal and one JSON object per task otherwise. */
+async function dryRun(cfg: ReturnType<typeof resolveRunConfig>, json: boolean): Promise<void> {
+  const { planExport, renderPlan } = await import('../pipeline/dry-run.ts');
+  const source = await openSource(cfg);
+  try {
+    const plan = await planExport(source.cfg, { token: source.token });
+    if (json || !process.stdout.isTTY) {
+      const { tasks, skipped, ...head } = plan;
+      const lines = [
+        { type: 'plan', ...head },
+        ...tasks.map((t) => ({ type: 'task', ...t })),
+        ...skipped.map((s) => ({ type: 'skipped', ...s })),
+      ];
+      process.stdout.write(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    } else {
+      process.stdout.write(renderPlan(plan) + '\n');
+    }
+  } finally {
+    await source.close();
+  }
 }

@@ -1,12 +1,10 @@
-import { once } from 'node:events';
 import type { Argv, CommandModule } from 'yargs';
-import { ApiClient } from '../source/client.ts';
-import { ConfigError } from '../errors.ts';
 import { assertSafeId } from '../ids.ts';
 import { FILTERS, LIST_NAMES, type ListFilters, type SchoolListName } from '../discovery/lists.ts';
 import { renderDetails, schoolSummary, tableHeader, tableRow } from '../discovery/render.ts';
 import { listSchools, showSchool } from '../discovery/service.ts';
-import { normaliseBaseUrl, parseDomains, resolveToken, wantsJson, withApiOptions, type ApiArgs } from './common.ts';
+import { clientFromArgs, regionalDomains } from './client.ts';
+import { wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
 
 /** `school-export schools list|show`: argument parsing and output only; the logic is in src/discovery/. */
 export interface CliIo {
@@ -14,20 +12,6 @@ export interface CliIo {
   err: NodeJS.WritableStream;
 }
 const stdio = (): CliIo => ({ out: process.stdout, err: process.stderr });
-
-export function clientFromArgs(a: ApiArgs): ApiClient {
-  if (!a['api-url']) throw new ConfigError('pass --api-url URL: the base of the default (discovery) domain, e.g. https://api.example.com');
-  return new ApiClient({
-    apiUrl: normaliseBaseUrl(a['api-url'], '--api-url'),
-    token: resolveToken(a['token-file']),
-    auth: a.auth,
-    domains: parseDomains(a.domain),
-  });
-}
-
-export async function write(out: NodeJS.WritableStream, s: string): Promise<void> {
-  if (!out.write(s)) await once(out, 'drain');
-}
 
 interface ListArgs extends ApiArgs, Partial<Record<(typeof FILTERS)[number], string>> {
   state: SchoolListName;
@@ -49,7 +33,8 @@ export async function schoolsList(a: ListArgs, io: CliIo = stdio(), client = cli
   } finally {
     await client.close();
   }
-  if (!json) io.err.write(`${n} ${a.state} school${n === 1 ? '' : 's'}\n`);
+  // on stderr in both modes: a script piping NDJSON still sees that a listing came back empty
+  io.err.write(`${n} ${a.state} school${n === 1 ? '' : 's'}\n`);
   return n;
 }
 
@@ -62,7 +47,7 @@ interface ShowArgs extends ApiArgs {
 export async function schoolsShow(a: ShowArgs, io: CliIo = stdio(), client = clientFromArgs(a)): Promise<void> {
   const id = assertSafeId(a.id);
   try {
-    const details = await showSchool(client, id, { withUserType: a['with-user-type'] });
+    const details = await showSchool(client, id, { withUserType: a['with-user-type'], domains: regionalDomains(a) });
     if (wantsJson(a.json, io.out as NodeJS.WriteStream)) {
       await write(io.out, JSON.stringify(details) + '\n');
     } else {

@@ -1,8 +1,11 @@
-import { readFileSync, statSync } from 'node:fs';
-import type { Argv, CommandModule } from 'yargs';
 import { ConfigError } from '../errors.ts';
+import type { Argv, CommandModule } from 'yargs';
+import { readSecretFile } from '../config/credentials.ts';
+import { envSetting } from '../config/env.ts';
+import type { LogLevel } from '../config/schema.ts';
 import { openSink } from '../sink/index.ts';
 import { startWebhookReceiver } from '../webhooks/server.ts';
+import { createLogger, LOG_LEVELS, type LogEvent } from './log.ts';
 
 /** `school-export webhooks serve`: options, the secret file, log output and signals; the receiver is src/webhooks/. */
 interface ServeArgs {
@@ -16,33 +19,19 @@ interface ServeArgs {
   's3-endpoint'?: string;
   's3-region'?: string;
   'max-body-bytes'?: number;
+  'log-level'?: LogLevel;
   json?: boolean;
 }
 
-export function readSecretFile(path: string, warn: (s: string) => void = () => {}): string {
-  let text: string;
-  try {
-    const st = statSync(path);
-    if (!st.isFile()) throw new Error('not a file');
-    if (st.mode & 0o077) warn(`--secret-file ${path} is readable by other users: chmod 600 it`);
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new ConfigError(`--secret-file ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-  }
-  const secret = text.trim();
-  if (!secret) throw new ConfigError(`--secret-file ${path} is empty: put a random secret in it, e.g. \`openssl rand -hex 32 > ${path}\``);
-  return secret;
-}
-
-/** One JSON object per line when not on a terminal (log shippers), a short line on a terminal. */
-export function logLine(e: Record<string, unknown>, tty: boolean): string {
-  const entry = { at: new Date().toISOString(), ...e };
-  if (!tty) return JSON.stringify(entry) + '\n';
-  const { at, event, ...rest } = entry as Record<string, unknown>;
-  const detail = Object.entries(rest)
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-    .join(' ');
-  return `${String(at).slice(11, 19)} ${String(event)} ${detail}\n`.replace(/[\u0000-\u0009\u000b-\u001f\u007f]/g, '\uFFFD');
+/** Settings also taken from the environment (SCHOOL_EXPORT_DEST, ...), flags first. */
+function fromEnv(a: ServeArgs, env: NodeJS.ProcessEnv): ServeArgs {
+  return {
+    ...a,
+    dest: a.dest ?? envSetting(env, 'dest'),
+    's3-endpoint': a['s3-endpoint'] ?? envSetting(env, 's3_endpoint'),
+    's3-region': a['s3-region'] ?? envSetting(env, 's3_region'),
+    'log-level': a['log-level'] ?? (envSetting(env, 'log_level') as LogLevel | undefined),
+  };
 }
 
 const serveCommand: CommandModule<object, ServeArgs> = {
@@ -50,7 +39,10 @@ const serveCommand: CommandModule<object, ServeArgs> = {
   describe: 'receive the service webhooks at POST /webhooks/<secret> (serve it behind TLS) and act on them',
   builder: (y: Argv) =>
     y
-      .option('dest', { type: 'string', demandOption: true, describe: 'the export destination the runs use: DIR or s3://bucket/prefix' })
+      .option('dest', {
+        type: 'string',
+        describe: 'the export destination the runs use: DIR or s3://bucket/prefix [env SCHOOL_EXPORT_DEST]',
+      })
       .option('secret-file', {
         type: 'string',
         demandOption: true,
@@ -64,14 +56,35 @@ const serveCommand: CommandModule<object, ServeArgs> = {
         describe: "on accessRevoked/accessDeclined delete the school's exported files and state",
       })
       .option('token-dir', { type: 'string', describe: 'where school tokens from schoolApproved are kept (mode 0600); outside --dest' })
-      .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint for an s3:// destination' })
-      .option('s3-region', { type: 'string' })
+      .option('s3-endpoint', {
+        type: 'string',
+        describe: 'S3-compatible endpoint for an s3:// destination [env SCHOOL_EXPORT_S3_ENDPOINT]',
+      })
+      .option('s3-region', { type: 'string', describe: 'S3 region [env SCHOOL_EXPORT_S3_REGION, AWS_REGION]' })
       .option('max-body-bytes', { type: 'number', default: 64 * 1024 })
-      .option('json', { type: 'boolean', describe: 'JSON log lines even on a terminal' }) as unknown as Argv<ServeArgs>,
-  handler: async (a) => {
-    const tty = Boolean(process.stdout.isTTY) && !a.json;
-    const log = (e: object) => process.stdout.write(logLine(e as Record<string, unknown>, tty));
-    const secret = readSecretFile(a['secret-file'], (w) => log({ event: 'warning', message: w }));
+      .option('log-level', {
+        choices: LOG_LEVELS,
+        describe: 'least severe log line written (default info) [env SCHOOL_EXPORT_LOG_LEVEL]',
+      })
+      .option('json', {
+        type: 'boolean',
+        describe: 'JSON log lines even on a terminal (the default when stderr is not one)',
+      }) as unknown as Argv<ServeArgs>,
+  handler: async (args) => {
+    const a = fromEnv(args, process.env);
+    if (!a.dest)
+      throw new ConfigError(
+        'webhooks serve: pass --dest DIR|s3://bucket/prefix (or set SCHOOL_EXPORT_DEST): the destination the runs use',
+        'E_USAGE',
+      );
+    if (a['log-level'] && !LOG_LEVELS.includes(a['log-level']))
+      throw new ConfigError(`SCHOOL_EXPORT_LOG_LEVEL=${a['log-level']}: expected one of ${LOG_LEVELS.join(', ')}`);
+    // log lines go to stderr (the team's log contract), JSON unless a person is watching
+    const log = createLogger({ level: a['log-level'], tty: Boolean(process.stderr.isTTY) && !a.json });
+    const secret = readSecretFile(a['secret-file'], '--secret-file', {
+      emptyHint: `put a random secret in it, e.g. \`openssl rand -hex 32 > ${a['secret-file']}\``,
+      warn: (w) => log({ event: 'config_warning', level: 'warn', message: w }),
+    });
     const sink = await openSink(a.dest, { s3: { endpoint: a['s3-endpoint'], region: a['s3-region'] } });
     const rx = await startWebhookReceiver({
       sink,
@@ -82,7 +95,7 @@ const serveCommand: CommandModule<object, ServeArgs> = {
       purgeOnRevoke: a['purge-on-revoke'],
       runPipeline: a.run,
       maxBodyBytes: a['max-body-bytes'],
-      log,
+      log: (e) => log(e as LogEvent),
     });
     // the URL carries the secret: print where it listens, never the secret itself
     log({

@@ -8,26 +8,41 @@ import { apiBaseUrl } from '../urls.ts';
  */
 
 /**
+ * Reads a one-word secret (an access token, a webhook secret) from a file: the one place that
+ * checks it is a readable regular file holding exactly one word, and warns when other users can
+ * read it. `flag` names the option in messages ("--token-file"); the value never appears in one.
+ */
+export function readSecretFile(path: string, flag: string, o: { emptyHint?: string; warn?: (message: string) => void } = {}): string {
+  let text: string;
+  try {
+    const st = statSync(path);
+    if (!st.isFile()) throw new Error('not a file');
+    if (st.mode & 0o077) o.warn?.(`${flag} ${path} is readable by other users: chmod 600 it`);
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`${flag} ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  const secret = text.trim();
+  if (!secret) throw new ConfigError(`${flag} ${path} is empty${o.emptyHint ? `: ${o.emptyHint}` : ''}`);
+  if (/\s/.test(secret)) throw new ConfigError(`${flag} ${path} holds more than one word (or line): it must hold only the secret`);
+  return secret;
+}
+
+/**
  * The token comes from a file or the environment, never from the command line (it would show in
  * the process list). The value is never logged.
  */
-export function resolveToken(tokenFile: string | undefined, env = process.env): string {
-  if (tokenFile) {
-    let text: string;
-    try {
-      const st = statSync(tokenFile);
-      if (!st.isFile()) throw new Error('not a file');
-      text = readFileSync(tokenFile, 'utf8');
-    } catch (e) {
-      throw new ConfigError(`--token-file ${tokenFile}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-    }
-    const token = text.trim();
-    if (!token) throw new ConfigError(`--token-file ${tokenFile} is empty: put the access token in it`);
-    if (/\s/.test(token)) throw new ConfigError(`--token-file ${tokenFile} holds more than one word: it must hold only the access token`);
-    return token;
-  }
-  const token = env.SCHOOL_API_TOKEN?.trim();
+export function resolveToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv = process.env, warn?: (m: string) => void): string {
+  if (tokenFile) return readSecretFile(tokenFile, '--token-file', { emptyHint: 'put the access token in it', warn });
+  const raw = env.SCHOOL_API_TOKEN;
+  const token = raw?.trim();
   if (!token) throw new ConfigError('no access token: set SCHOOL_API_TOKEN or pass --token-file PATH');
+  // a token pasted with a line break (or two lines) is not "missing": say what is wrong with it
+  if (/[\r\n]/.test(token))
+    throw new ConfigError(
+      'SCHOOL_API_TOKEN holds a line break: it must hold only the token (or use --token-file PATH, whose final newline is ignored)',
+    );
+  if (/\s/.test(token)) throw new ConfigError('SCHOOL_API_TOKEN holds a space: it must hold only the token');
   return token;
 }
 

@@ -1,16 +1,27 @@
-import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
+import type { ParquetWriterName } from '../format/index.ts';
 import { ConfigError } from '../errors.ts';
-import { normaliseBaseUrl, parseDomains } from './credentials.ts';
-import type { FormatName, ParquetWriterName } from '../format/index.ts';
-import { validatePipeline, type CustomResourceConfig, type PipelineConfig } from './schema.ts';
+import { RESOURCES, tableSchemas } from '../resources/index.ts';
 import { mergePersonalData, resolvePersonalData, type PersonalDataSettings } from '../privacy/config.ts';
-import { tableSchemas } from '../resources/index.ts';
-import { selectResources } from '../pipeline/plan.ts';
+import { selectResources } from '../resources/index.ts';
+import { normaliseBaseUrl, parseDomains } from './credentials.ts';
+import { pipelineFromEnv } from './env.ts';
+import { readPipelineFile } from './file.ts';
+import {
+  checkShard,
+  describeValue,
+  findProblem,
+  keyPath,
+  PACKAGE_ROOT,
+  type CustomResourceConfig,
+  type LogLevel,
+  type PipelineConfig,
+  type PipelineKey,
+  type ProgressMode,
+} from './schema.ts';
 
 /** The package's own pipelines/ folder, whatever the working directory. */
-export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export { PACKAGE_ROOT };
 export const DEFAULT_PIPELINE = resolve(PACKAGE_ROOT, 'pipelines/sandbox.json');
 
 export interface RunConfig {
@@ -20,7 +31,7 @@ export interface RunConfig {
   pipelineFile?: string;
   dest: string;
   s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean; sse?: { type: 'AES256' | 'aws:kms'; kmsKeyId?: string } };
-  format: FormatName;
+  format: NonNullable<PipelineConfig['format']>;
   formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number; parquetWriter?: ParquetWriterName };
   /** Worker threads for the CPU work of pages (undefined: sized from the machine; 0: all on the main thread). */
   workers?: number;
@@ -34,9 +45,14 @@ export interface RunConfig {
   connectionsPerDomain: number;
   perPage: number;
   lookbackSeconds: number;
+  /** Hours between full snapshots of tables without deletion records; 0 = never. Per table: snapshotEveryHoursFor. */
   snapshotEveryHours: number;
-  /** Per resource (pipeline file `resource_options`), else snapshotEveryHours. */
+  /** Per table: resource_options.<table>.snapshot_every_hours, else snapshotEveryHours (0 = never). */
   snapshotEveryHoursFor: (resource: string) => number;
+  /** The per-table overrides snapshotEveryHoursFor reads (tables named in resource_options, checked to exist). */
+  snapshotHoursByResource: Record<string, number>;
+  /** The retry budget of one request: attempts in all (first included) and time spent retrying. */
+  retry: { maxAttempts: number; maxElapsedMs: number };
   /** A long read commits a checkpoint every this many pages (0: never) ... */
   checkpointPages: number;
   /** ... or every this many seconds (0: never), whichever comes first. */
@@ -48,11 +64,8 @@ export interface RunConfig {
   /** Purge the data of schools listed as revoked or declined (as the webhook receiver's --purge-on-revoke). */
   purgeOnRevoke: boolean;
   shard: { index: number; count: number };
-  progress: 'auto' | 'tty' | 'json' | 'none';
-  /** The least severe JSON log line written (debug shows every page). */
-  logLevel: 'debug' | 'info' | 'warn' | 'error';
-  /** Retry budget of each request (see source/retry.ts for the defaults). */
-  retry: { maxAttempts?: number; maxElapsedMs?: number };
+  progress: ProgressMode;
+  logLevel: LogLevel;
   /** The personal-data policy and, when it pseudonymises, the key (read once, here). */
   personalData: PersonalDataSettings;
 }
@@ -67,37 +80,56 @@ export const DEFAULTS = {
   perPage: 1000,
   lookbackSeconds: 300,
   snapshotEveryHours: 168,
+  maxRetries: 5,
+  maxRetrySeconds: 300,
+  logLevel: 'info' as const,
+  progress: 'auto' as const,
   checkpointPages: 50,
   checkpointSeconds: 60,
 };
 
-export function readPipelineFile(path: string): PipelineConfig {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new ConfigError(`pipeline file ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    throw new ConfigError(`pipeline file ${path}: not valid JSON (${(e as Error).message})`);
-  }
-  return validatePipeline(raw, `pipeline file ${path}`);
+/** The flag for a pipeline key, as a user types it. */
+export function flagName(key: string): string {
+  return key === 'domains' ? '--domain' : `--${key.replace(/_/g, '-')}`;
 }
 
 /**
- * File settings overlaid by flag settings (flags win), then defaults. With neither a file nor
- * --api-url, the package's sandbox pipeline runs.
+ * Flags are checked against the same schema as the file; a problem names the flag and the value
+ * as typed (`typed`, keyed by pipeline key), e.g. `--per-page abc: expected an integer from 1 to 100000`.
  */
-export function resolveRunConfig(file: string | undefined, flags: PipelineConfig): RunConfig {
-  validatePipeline(stripUndefined(flags), 'flags');
-  const pipelineFile = file ?? (flags.api_url ? undefined : DEFAULT_PIPELINE);
-  const fromFile = pipelineFile ? readPipelineFile(pipelineFile) : {};
-  const c: PipelineConfig = { ...fromFile, ...stripUndefined(flags) };
-  if (flags.domains) c.domains = { ...(fromFile.domains ?? {}), ...flags.domains };
-  c.personal_data = mergePersonalData(fromFile.personal_data, flags.personal_data);
+export function validateFlags(flags: PipelineConfig, typed: Partial<Record<PipelineKey, unknown>> = {}): PipelineConfig {
+  const p = findProblem(flags);
+  if (p) {
+    const [key, ...rest] = p.path as [PipelineKey, ...(string | number)[]];
+    const given = typed[key] ?? flags[key];
+    const shown = typeof given === 'string' ? (given === '' ? '""' : given) : Array.isArray(given) ? given.join(',') : String(given);
+    const inner = rest.length ? `${keyPath(rest)}: ` : '';
+    const got = rest.length && p.value !== undefined ? `, got ${describeValue(p.value)}` : '';
+    throw new ConfigError(`${flagName(key)} ${shown}: ${inner}${p.message}${got}`, 'E_USAGE');
+  }
+  return checkShard(flags, `${flagName('shard')} ${flags.shard ?? ''}`);
+}
+
+/**
+ * Where each setting comes from: flags win over SCHOOL_EXPORT_<KEY> environment variables, which
+ * win over the pipeline file, which wins over defaults. With no file and no API URL (flag or
+ * environment), the package's sandbox pipeline runs. `typed` holds flag values as typed, for messages.
+ */
+export function resolveRunConfig(
+  file: string | undefined,
+  flags: PipelineConfig,
+  env: NodeJS.ProcessEnv = process.env,
+  typed: Partial<Record<PipelineKey, unknown>> = {},
+): RunConfig {
+  const fromFlags = validateFlags(stripUndefined(flags), typed);
+  const fromEnv = pipelineFromEnv(env);
+  const pipelineFile = file ?? (fromFlags.api_url || fromEnv.api_url ? undefined : DEFAULT_PIPELINE);
+  const fromFile = pipelineFile ? readPipelineFile(pipelineFile, env) : {};
+  const c: PipelineConfig = { ...fromFile, ...fromEnv, ...fromFlags };
+  c.personal_data = mergePersonalData(mergePersonalData(fromFile.personal_data, fromEnv.personal_data), fromFlags.personal_data);
+  c.domains = { ...fromFile.domains, ...fromEnv.domains, ...fromFlags.domains };
+  const where = pipelineFile ?? 'settings';
+  const snapshotHoursByResource = checkTables(c, where, fromFlags.resources !== undefined);
 
   let source: RunConfig['source'];
   if (c.api_url) {
@@ -118,9 +150,6 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     );
   }
   const [index, count] = (c.shard ?? '0/1').split('/').map(Number) as [number, number];
-  const customResources = c.custom_resources ?? [];
-  const tables = selectResources(undefined, customResources).flatMap((r) => tableSchemas(r));
-  const personalData = resolvePersonalData(c.personal_data, c.pseudonymise_key_file, tables);
   return {
     source,
     pipelineFile,
@@ -138,7 +167,7 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     maxFileBytes: c.max_file_bytes ?? DEFAULTS.maxFileBytes,
     schools: c.schools,
     resources: c.resources,
-    customResources,
+    customResources: c.custom_resources ?? [],
     fullRefresh: c.full_refresh ?? false,
     concurrency: c.concurrency ?? DEFAULTS.concurrency,
     // Each task holds one page in hand and fetches the next ahead: fewer connections than that
@@ -147,29 +176,59 @@ export function resolveRunConfig(file: string | undefined, flags: PipelineConfig
     perPage: c.per_page ?? DEFAULTS.perPage,
     lookbackSeconds: c.lookback_seconds ?? DEFAULTS.lookbackSeconds,
     snapshotEveryHours: c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,
-    snapshotEveryHoursFor: (resource) =>
-      c.resource_options?.[resource]?.snapshot_every_hours ?? c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,
+    snapshotEveryHoursFor: (resource) => snapshotHoursByResource[resource] ?? c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,
+    snapshotHoursByResource,
+    retry: {
+      maxAttempts: (c.max_retries ?? DEFAULTS.maxRetries) + 1,
+      maxElapsedMs: (c.max_retry_seconds ?? DEFAULTS.maxRetrySeconds) * 1000,
+    },
     checkpointPages: c.checkpoint_pages ?? DEFAULTS.checkpointPages,
     checkpointSeconds: c.checkpoint_seconds ?? DEFAULTS.checkpointSeconds,
     waitForLockSeconds: c.wait_for_lock ?? 0,
     windows: c.windows ?? 1,
     purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
-    progress: c.progress ?? 'auto',
-    logLevel: c.log_level ?? 'info',
-    retry: {
-      ...(c.max_retries !== undefined ? { maxAttempts: c.max_retries + 1 } : {}),
-      ...(c.max_retry_seconds !== undefined ? { maxElapsedMs: c.max_retry_seconds * 1000 } : {}),
-    },
-    personalData,
+    progress: c.progress ?? DEFAULTS.progress,
+    logLevel: c.log_level ?? DEFAULTS.logLevel,
+    personalData: resolvePersonalData(
+      c.personal_data,
+      c.pseudonymise_key_file,
+      selectResources(undefined, c.custom_resources ?? []).flatMap((r) => tableSchemas(r)),
+    ),
   };
+}
+
+/**
+ * Table names are checked here, before any request: `resources` and `resource_options` may only
+ * name tables that exist (built-in or custom; a typo would otherwise export or change nothing),
+ * and a custom resource may not take a built-in name. Returns the per-table snapshot intervals.
+ */
+function checkTables(c: PipelineConfig, where: string, resourcesFlag: boolean): Record<string, number> {
+  const builtIn = RESOURCES.map((r) => r.name);
+  for (const r of c.custom_resources ?? []) {
+    if (builtIn.includes(r.name))
+      throw new ConfigError(`${where}: custom_resources ${r.name}: that name is a built-in table; choose another`);
+  }
+  const known = [...builtIn, ...(c.custom_resources ?? []).map((r) => r.name)];
+  for (const name of c.resources ?? []) {
+    if (!known.includes(name))
+      throw new ConfigError(
+        `${resourcesFlag ? '--resources' : `${where}: resources`}: unknown table ${JSON.stringify(name)} (known: ${known.join(', ')}; declare others under custom_resources)`,
+      );
+  }
+  const out: Record<string, number> = {};
+  for (const [name, o] of Object.entries(c.resource_options ?? {})) {
+    if (!known.includes(name)) throw new ConfigError(`${where}: resource_options.${name}: no such table (known: ${known.join(', ')})`);
+    if (o.snapshot_every_hours !== undefined) out[name] = o.snapshot_every_hours;
+  }
+  return out;
 }
 
 function stripUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
-export { parseDomains };
+export { parseDomains, readPipelineFile };
 
 /** --s3-sse / --s3-sse-kms-key-id; a key id alone is a mistake, not a silent default. */
 function s3Encryption(c: PipelineConfig): RunConfig['s3']['sse'] {

@@ -1,11 +1,18 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigError } from '../errors.ts';
-import { FORMAT_NAMES, PARQUET_WRITERS, type FormatName, type ParquetWriterName } from '../format/index.ts';
+import type { FormatName, ParquetWriterName } from '../format/index.ts';
 import type { PersonalDataConfig } from '../privacy/config.ts';
 
 /**
- * The pipeline file, as users write it (snake_case keys). Every key also has a flag (kebab-case);
- * flags win. Validation is declarative and reports the first problem in one line naming the key
- * and what is expected, so a cron mail says exactly what to fix.
+ * The pipeline file, as users write it (snake_case keys). Every key also has a flag (kebab-case)
+ * and an environment variable (SCHOOL_EXPORT_<KEY>). The JSON Schema shipped in the package,
+ * schema/pipeline.schema.json, is the one declaration of what is valid: editors autocomplete from
+ * it and validation runs it (ajv), so the two cannot disagree. This interface mirrors it for the
+ * compiler; test/config/schema.test.ts checks they name the same keys.
  */
 export interface CustomResourceConfig {
   name: string;
@@ -15,7 +22,16 @@ export interface CustomResourceConfig {
   include?: string[];
 }
 
+export interface ResourceOptions {
+  snapshot_every_hours?: number;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export type ProgressMode = 'auto' | 'tty' | 'json' | 'none';
+
 export interface PipelineConfig {
+  $schema?: string;
+  description?: string;
   api_url?: string;
   domains?: Record<string, string>;
   auth?: 'bearer' | 'basic';
@@ -40,151 +56,164 @@ export interface PipelineConfig {
   schools?: string[];
   resources?: string[];
   custom_resources?: CustomResourceConfig[];
+  resource_options?: Record<string, ResourceOptions>;
   full_refresh?: boolean;
   concurrency?: number;
   connections_per_domain?: number;
   per_page?: number;
   lookback_seconds?: number;
   snapshot_every_hours?: number;
-  resource_options?: Record<string, { snapshot_every_hours?: number }>;
+  max_retries?: number;
+  max_retry_seconds?: number;
   checkpoint_pages?: number;
   checkpoint_seconds?: number;
   wait_for_lock?: number;
   windows?: number;
   purge_on_revoke?: boolean;
   shard?: string;
-  log_level?: 'debug' | 'info' | 'warn' | 'error';
-  max_retries?: number;
-  max_retry_seconds?: number;
-  progress?: 'auto' | 'tty' | 'json' | 'none';
+  progress?: ProgressMode;
+  log_level?: LogLevel;
   /** What to do with personal data (docs/personal-data.md); default: keep everything as read. */
   personal_data?: PersonalDataConfig;
   /** File holding the pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE); never the key itself. */
   pseudonymise_key_file?: string;
 }
 
-type Check = (v: unknown, key: string) => void;
+export type PipelineKey = keyof PipelineConfig;
 
-const fail = (key: string, expected: string, v: unknown): never => {
-  const got = v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'string' ? JSON.stringify(v).slice(0, 40) : typeof v;
-  throw new ConfigError(`${key}: expected ${expected}, got ${got}`);
-};
-const str: Check = (v, k) => void (typeof v === 'string' && v.length > 0 ? 0 : fail(k, 'a non-empty string', v));
-const bool: Check = (v, k) => void (typeof v === 'boolean' ? 0 : fail(k, 'true or false', v));
-const int =
-  (min: number, max = Number.MAX_SAFE_INTEGER): Check =>
-  (v, k) =>
-    void (Number.isInteger(v) && (v as number) >= min && (v as number) <= max ? 0 : fail(k, `an integer from ${min} to ${max}`, v));
-const oneOf =
-  (...vals: string[]): Check =>
-  (v, k) =>
-    void (typeof v === 'string' && vals.includes(v) ? 0 : fail(k, `one of ${vals.join(', ')}`, v));
-const arrayOf =
-  (item: Check): Check =>
-  (v, k) => {
-    if (!Array.isArray(v)) fail(k, 'an array', v);
-    (v as unknown[]).forEach((x, i) => item(x, `${k}[${i}]`));
-  };
-const record =
-  (value: Check): Check =>
-  (v, k) => {
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(k, 'an object', v);
-    for (const [kk, vv] of Object.entries(v as object)) value(vv, `${k}.${kk}`);
-  };
-const object =
-  (shape: Record<string, Check>, required: string[] = []): Check =>
-  (v, k) => {
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(k, 'an object', v);
-    const o = v as Record<string, unknown>;
-    for (const key of Object.keys(o)) {
-      if (!(key in shape)) {
-        throw new ConfigError(`${k ? k + '.' : ''}${key}: unknown setting (known: ${Object.keys(shape).join(', ')})`);
-      }
-      if (o[key] !== undefined) shape[key]!(o[key], k ? `${k}.${key}` : key);
-    }
-    for (const r of required) if (o[r] === undefined) throw new ConfigError(`${k ? k + '.' : ''}${r}: required`);
-  };
+/** A JSON Schema node, as far as error messages need it. */
+export interface SchemaNode {
+  type?: string;
+  enum?: string[];
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  minItems?: number;
+  description?: string;
+  'x-expected'?: string;
+  properties?: Record<string, SchemaNode>;
+  additionalProperties?: SchemaNode | boolean;
+  items?: SchemaNode;
+}
 
-const schoolId: Check = (v, k) => void (typeof v === 'string' && /^A\d+$/.test(v) ? 0 : fail(k, 'a school id like A1234', v));
-const resourceName: Check = (v, k) =>
-  void (typeof v === 'string' && /^[a-z][a-z0-9_]{0,62}$/.test(v) ? 0 : fail(k, 'a table name of lowercase letters, digits and _', v));
-const shard: Check = (v, k) => void (typeof v === 'string' && /^\d+\/[1-9]\d*$/.test(v) ? 0 : fail(k, 'I/N, e.g. 0/4', v));
+/** Both src/config and dist/config sit two levels below the package root. */
+export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const SCHEMA_PATH = resolve(PACKAGE_ROOT, 'schema/pipeline.schema.json');
 
-export const PIPELINE_SCHEMA: Record<string, Check> = {
-  $schema: str,
-  description: str,
-  api_url: str,
-  domains: record(str),
-  auth: oneOf('bearer', 'basic'),
-  token_file: str,
-  sandbox: object({ seed: int(0), schools: int(1, 10_000), achievements_per_school: int(0, 10_000_000), max_per_page: int(1, 100_000) }),
-  dest: str,
-  s3_endpoint: str,
-  s3_region: str,
-  s3_checksum_when_required: bool,
-  s3_sse: oneOf('AES256', 'aws:kms'),
-  s3_sse_kms_key_id: str,
-  format: oneOf(...FORMAT_NAMES),
-  gzip: bool,
-  csv_formula_guard: bool,
-  row_group_rows: int(100, 10_000_000),
-  parquet_writer: oneOf(...PARQUET_WRITERS),
-  workers: int(0, 64),
-  max_file_rows: int(1),
-  max_file_bytes: int(1024),
-  schools: arrayOf(schoolId),
-  resources: arrayOf(resourceName),
-  custom_resources: arrayOf(
-    object({ name: resourceName, path: str, key: arrayOf(str), incremental: bool, include: arrayOf(resourceName) }, ['name', 'path']),
-  ),
-  full_refresh: bool,
-  concurrency: int(1, 256),
-  connections_per_domain: int(1, 256),
-  per_page: int(1, 100_000),
-  lookback_seconds: int(0, 7 * 24 * 3600),
-  snapshot_every_hours: int(0, 24 * 365),
-  resource_options: record(object({ snapshot_every_hours: int(0, 24 * 365) })),
-  checkpoint_pages: int(0, 1_000_000),
-  checkpoint_seconds: int(0, 7 * 24 * 3600),
-  wait_for_lock: int(0, 24 * 3600),
-  windows: int(1, 64),
-  purge_on_revoke: bool,
-  shard,
-  progress: oneOf('auto', 'tty', 'json', 'none'),
-  log_level: oneOf('debug', 'info', 'warn', 'error'),
-  max_retries: int(0, 100),
-  max_retry_seconds: int(1, 24 * 3600),
-  personal_data: object({
-    person_id: oneOf('keep', 'pseudonymise'),
-    direct_identifier: oneOf('keep', 'pseudonymise', 'drop'),
-    free_text: oneOf('keep', 'drop'),
-    columns: record(oneOf('keep', 'pseudonymise', 'drop')),
-  }),
-  pseudonymise_key_file: str,
-};
+let loaded: { schema: SchemaNode & { properties: Record<string, SchemaNode> }; validate: ValidateFunction } | undefined;
 
-/** Throws ConfigError naming the first bad key. `where` prefixes the message (file name or 'flags'). */
+export function pipelineSchema(): SchemaNode & { properties: Record<string, SchemaNode> } {
+  return load().schema;
+}
+
+function load(): NonNullable<typeof loaded> {
+  if (loaded) return loaded;
+  const schema = JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as SchemaNode & { properties: Record<string, SchemaNode> };
+  // verbose: errors carry the failing sub-schema, from which the one-line message is phrased
+  // loaded on first validation, not at import: `--help` and `--version` never pay for it
+  const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+  const ajv = new Ajv({ verbose: true, allErrors: false });
+  ajv.addKeyword('x-expected'); // our phrase for a pattern, for error messages only
+  loaded = { schema, validate: ajv.compile(schema) };
+  return loaded;
+}
+
+/** What a schema node accepts, in words: "an integer from 1 to 100000", "one of ndjson, csv, parquet". */
+export function expectedOf(s: SchemaNode): string {
+  if (s['x-expected']) return s['x-expected'];
+  if (s.enum) return `one of ${s.enum.join(', ')}`;
+  switch (s.type) {
+    case 'integer':
+      if (s.maximum !== undefined) return `an integer from ${s.minimum ?? 0} to ${s.maximum}`;
+      return s.minimum !== undefined ? `an integer of at least ${s.minimum}` : 'an integer';
+    case 'string':
+      return s.minLength ? 'a non-empty string' : 'a string';
+    case 'boolean':
+      return 'true or false';
+    case 'array':
+      return s.minItems ? 'a non-empty list' : 'a list';
+    case 'object':
+      return 'an object';
+    default:
+      return 'a valid value';
+  }
+}
+
+export function describeValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return v.length ? 'a list' : 'an empty list';
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? v.slice(0, 60) + '…' : v);
+  if (typeof v === 'object') return 'an object';
+  return String(v);
+}
+
+/** The first problem found: where (key path, e.g. ["custom_resources", 0, "path"]), what was expected, what was given. */
+export interface Problem {
+  path: (string | number)[];
+  message: string;
+  value: unknown;
+}
+
+function problemOf(e: ErrorObject, raw: unknown): Problem {
+  const path = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  let value: unknown = raw;
+  for (const p of path) value = (value as Record<string | number, unknown> | undefined)?.[p];
+  const parent = (e.parentSchema ?? {}) as SchemaNode;
+  if (e.keyword === 'additionalProperties') {
+    const key = (e.params as { additionalProperty: string }).additionalProperty;
+    const known = Object.keys(parent.properties ?? {}).join(', ');
+    return { path: [...path, key], message: `unknown setting (known: ${known})`, value: undefined };
+  }
+  if (e.keyword === 'required') {
+    return { path: [...path, (e.params as { missingProperty: string }).missingProperty], message: 'required', value: undefined };
+  }
+  if (e.keyword === 'propertyNames') {
+    const key = (e.params as { propertyName: string }).propertyName;
+    return { path: [...path, key], message: 'expected a table name of lowercase letters, digits and _', value: undefined };
+  }
+  return { path, message: `expected ${expectedOf(parent)}`, value };
+}
+
+/** Validates against the shipped JSON Schema; undefined when valid. */
+export function findProblem(raw: unknown): Problem | undefined {
+  const { validate } = load();
+  if (validate(raw)) return undefined;
+  const errors = validate.errors ?? [];
+  // propertyNames reports the name's own pattern failure first, with a less useful path
+  const e = errors.find((x) => x.keyword === 'propertyNames') ?? errors[0];
+  return e ? problemOf(e, raw) : { path: [], message: 'invalid', value: raw };
+}
+
+/** "custom_resources[0].path" */
+export function keyPath(path: (string | number)[]): string {
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
+}
+
+/**
+ * Throws a ConfigError naming the first bad key of a pipeline file (or any object in its shape).
+ * `where` prefixes the message, e.g. "pipeline file nightly.yaml".
+ */
 export function validatePipeline(raw: unknown, where: string): PipelineConfig {
-  try {
-    object(PIPELINE_SCHEMA)(raw, '');
-  } catch (e) {
-    if (e instanceof ConfigError) throw new ConfigError(`${where}: ${e.message}`);
-    throw e;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(`${where}: expected an object of settings ({ "api_url": ..., "dest": ... }), got ${describeValue(raw)}`);
   }
-  const cfg = raw as PipelineConfig & { $schema?: string; description?: string };
-  if (cfg.custom_resources) {
-    for (const r of cfg.custom_resources) {
-      if (!r.path.startsWith('/') || !r.path.includes('{school_id}')) {
-        throw new ConfigError(
-          `${where}: custom_resources ${r.name}.path: expected a path under /v1.0 containing {school_id}, e.g. /schools/{school_id}/students`,
-        );
-      }
-    }
+  const p = findProblem(raw);
+  if (p) {
+    const got = p.value === undefined ? '' : `, got ${describeValue(p.value)}`;
+    throw new ConfigError(`${where}: ${keyPath(p.path)}: ${p.message}${got}`);
   }
+  return checkShard(raw as PipelineConfig, `${where}: shard`);
+}
+
+/** `what` names the setting in the message: "pipeline file p.json: shard" or "--shard 4/4". */
+export function checkShard(cfg: PipelineConfig, what: string): PipelineConfig {
   if (cfg.shard) {
     const [i, n] = cfg.shard.split('/').map(Number) as [number, number];
-    if (i >= n)
-      throw new ConfigError(`${where}: shard: index ${i} must be below the shard count ${n} (shards are 0/${n} to ${n - 1}/${n})`);
+    if (i >= n) throw new ConfigError(`${what}: index ${i} must be below the shard count ${n} (shards are 0/${n} to ${n - 1}/${n})`);
   }
   return cfg;
 }

@@ -1,4 +1,4 @@
-import { usageError } from './lists.ts';
+import { ConfigError } from '../errors.ts';
 
 /**
  * Access-request contacts (spec 2.12) from `--contact "First Last <email>"` values, checked before
@@ -29,7 +29,8 @@ export function isValidEmail(s: string): boolean {
 }
 
 export function parseContact(spec: string): AccessContact {
-  const bad = (why: string) => usageError(`--contact ${JSON.stringify(spec)}: ${why}; expected "First Last <email@example.org>"`);
+  const bad = (why: string) =>
+    new ConfigError(`--contact ${JSON.stringify(spec)}: ${why}; expected "First Last <email@example.org>"`, 'E_USAGE');
   const m = /^\s*(.*?)\s*<([^<>]*)>\s*$/.exec(spec);
   if (!m) throw bad('no <email> at the end');
   const [, namePart, emailRaw] = m;
@@ -55,25 +56,30 @@ export function parseContact(spec: string): AccessContact {
 
 export function buildContacts(contacts: string[], phones: string[] = [], notes: string[] = []): AccessContact[] {
   if (phones.length > contacts.length)
-    throw usageError(
+    throw new ConfigError(
       `${phones.length} --phone values for ${contacts.length} --contact: each --phone belongs to the --contact in the same position`,
+      'E_USAGE',
     );
   if (notes.length > contacts.length)
-    throw usageError(
+    throw new ConfigError(
       `${notes.length} --notes values for ${contacts.length} --contact: each --notes belongs to the --contact in the same position`,
+      'E_USAGE',
     );
   return contacts.map((spec, i) => {
     const c = parseContact(spec);
     const phone = phones[i]?.trim();
     if (phone) {
       if (!PHONE_RE.test(phone) || !/\d{5}/.test(phone.replace(/\D/g, ''))) {
-        throw usageError(`--phone ${JSON.stringify(phone)} (for ${c.email_address}): expected digits, spaces, + - ( ) . only`);
+        throw new ConfigError(
+          `--phone ${JSON.stringify(phone)} (for ${c.email_address}): expected digits, spaces, + - ( ) . only`,
+          'E_USAGE',
+        );
       }
       c.phone_number = phone;
     }
     const note = notes[i]?.trim();
     if (note) {
-      if (note.length > 1000) throw usageError(`--notes for ${c.email_address}: at most 1000 characters`);
+      if (note.length > 1000) throw new ConfigError(`--notes for ${c.email_address}: at most 1000 characters`, 'E_USAGE');
       c.notes = note;
     }
     return c;

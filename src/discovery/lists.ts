@@ -1,4 +1,4 @@
-import { ExportError } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 
 /**
  * The school lists of spec 4.2 and the filters each one takes. A filter a list does not take is
@@ -23,10 +23,6 @@ export const SCHOOL_LISTS = {
 export type SchoolListName = keyof typeof SCHOOL_LISTS;
 export const LIST_NAMES = Object.keys(SCHOOL_LISTS) as SchoolListName[];
 
-export function usageError(message: string): ExportError {
-  return new ExportError('E_USAGE', message);
-}
-
 export function listsTaking(filter: FilterName): SchoolListName[] {
   return LIST_NAMES.filter((l) => (SCHOOL_LISTS[l].filters as FilterName[]).includes(filter));
 }
@@ -37,7 +33,7 @@ const ISO_3166_RE = /^[A-Za-z]{2}(?:-[A-Za-z0-9]{1,3})?(?:,[A-Za-z]{2}(?:-[A-Za-
 
 function checkValue(name: FilterName, v: string): string {
   const value = v.trim();
-  const bad = (what: string) => usageError(`--${name.replace(/_/g, '-')} ${JSON.stringify(v)}: ${what}`);
+  const bad = (what: string) => new ConfigError(`--${name.replace(/_/g, '-')} ${JSON.stringify(v)}: ${what}`, 'E_USAGE');
   if (value === '') throw bad('must not be empty');
   switch (name) {
     case 'urn':
@@ -61,14 +57,17 @@ function checkValue(name: FilterName, v: string): string {
 /** The query for one list: only filters it supports, checked; anything else is refused. */
 export function buildListQuery(list: SchoolListName, filters: ListFilters): Record<string, string> {
   const spec = SCHOOL_LISTS[list];
-  if (!spec) throw usageError(`unknown school list ${JSON.stringify(list)}: expected one of ${LIST_NAMES.join(', ')}`);
+  if (!spec) throw new ConfigError(`unknown school list ${JSON.stringify(list)}: expected one of ${LIST_NAMES.join(', ')}`, 'E_USAGE');
   const query: Record<string, string> = {};
   for (const name of FILTERS) {
     const v = filters[name];
     if (v === undefined) continue;
     if (!(spec.filters as FilterName[]).includes(name)) {
       const takers = listsTaking(name);
-      throw usageError(`--${name.replace(/_/g, '-')} is not supported by the ${list} list; it is taken by --state ${takers.join(', ')}`);
+      throw new ConfigError(
+        `--${name.replace(/_/g, '-')} is not supported by the ${list} list; it is taken by --state ${takers.join(', ')}`,
+        'E_USAGE',
+      );
     }
     query[name] = checkValue(name, v);
   }
@@ -77,7 +76,10 @@ export function buildListQuery(list: SchoolListName, filters: ListFilters): Reco
     query.updated_before &&
     Date.parse(query.updated_after.replace(' ', 'T')) > Date.parse(query.updated_before.replace(' ', 'T'))
   ) {
-    throw usageError(`--updated-after ${query.updated_after} is later than --updated-before ${query.updated_before}: nothing could match`);
+    throw new ConfigError(
+      `--updated-after ${query.updated_after} is later than --updated-before ${query.updated_before}: nothing could match`,
+      'E_USAGE',
+    );
   }
   return query;
 }

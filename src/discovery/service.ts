@@ -1,14 +1,16 @@
 import type { ApiClient } from '../source/client.ts';
-import { ApiError, ExportError } from '../errors.ts';
-import { assertSafeId } from '../ids.ts';
+import { ApiError } from '../errors.ts';
 import type { AccessContact } from './contacts.ts';
 import { buildListQuery, SCHOOL_LISTS, type ListFilters, type SchoolListName } from './lists.ts';
+import { locateSchool, unwrap } from './locate.ts';
 import { groupPermissions, summarizeAcl, type LooseJson, type SchoolDetails } from './render.ts';
 
 /**
- * Discovery and access calls (spec 4.2, 4.3). Lists and the school itself come from the default
- * (discovery) domain; everything about one school goes to its region.domain, which the client
- * refuses (E_DOMAIN_NOT_ALLOWED, nothing sent) unless it is configured.
+ * Discovery and access calls (spec 4.2, 4.3). Lists come from the default (discovery) domain;
+ * everything about one school goes to its region.domain, found first (locate.ts: the default
+ * domain, then the configured regional domains, then the list of all schools). The client refuses
+ * an unconfigured domain (E_DOMAIN_NOT_ALLOWED, nothing sent). `domains` are the configured
+ * regional domain names, tried when the default domain does not know the school.
  */
 export async function* listSchools(
   client: ApiClient,
@@ -24,25 +26,9 @@ export async function* listSchools(
   }
 }
 
-/** An item URL answers the object itself; meta resources answer { data }. Accept either. */
-function unwrap(body: unknown): LooseJson | undefined {
-  if (body && typeof body === 'object' && 'data' in body && !('id' in body)) return (body as { data: LooseJson }).data;
-  return body as LooseJson | undefined;
-}
-
-export async function getSchool(client: ApiClient, id: string): Promise<LooseJson> {
-  assertSafeId(id);
-  const { body } = await client.getJson(`/schools/${id}`, { ctx: { school: id, endpoint: '/schools/{id}' } });
-  const school = unwrap(body);
-  if (!school || typeof school !== 'object' || school.id !== id) {
-    throw new ExportError('E_PROTOCOL', `GET /schools/${id} answered something other than school ${id}`);
-  }
-  return school;
-}
-
-export function domainOf(school: LooseJson): string | undefined {
-  const d = school.region?.domain;
-  return typeof d === 'string' && d ? d : undefined;
+/** The School object, from the school's own domain when the default domain does not know it. */
+export async function getSchool(client: ApiClient, id: string, domains: string[] = []): Promise<LooseJson> {
+  return (await locateSchool(client, id, domains)).school;
 }
 
 /** A 403 on one meta resource (the token lacks that scope) shows as "not available", not a failure. */
@@ -61,10 +47,9 @@ async function optional<T>(p: Promise<T>, notes: string[], what: string): Promis
 export async function showSchool(
   client: ApiClient,
   id: string,
-  o: { withUserType?: boolean } = {},
+  o: { withUserType?: boolean; domains?: string[] } = {},
 ): Promise<SchoolDetails & { notes: string[] }> {
-  const school = await getSchool(client, id);
-  const domain = domainOf(school);
+  const { school, domain } = await locateSchool(client, id, o.domains);
   client.baseFor(domain); // refuses an unconfigured domain before any request to it
   const ctx = { school: id };
   const notes: string[] = [];
@@ -113,8 +98,13 @@ function accessResult(id: string, body: unknown): AccessResult {
 }
 
 /** The school is looked up first so the request goes to its own regional domain. */
-export async function requestAccess(client: ApiClient, id: string, contacts: AccessContact[]): Promise<AccessResult> {
-  const domain = domainOf(await getSchool(client, id));
+export async function requestAccess(
+  client: ApiClient,
+  id: string,
+  contacts: AccessContact[],
+  domains: string[] = [],
+): Promise<AccessResult> {
+  const { domain } = await locateSchool(client, id, domains);
   const r = await client.send('POST', `/schools/${id}/request-access`, {
     domain,
     body: { contacts },
@@ -123,8 +113,8 @@ export async function requestAccess(client: ApiClient, id: string, contacts: Acc
   return accessResult(id, r.body);
 }
 
-export async function revokeAccess(client: ApiClient, id: string): Promise<AccessResult> {
-  const domain = domainOf(await getSchool(client, id));
+export async function revokeAccess(client: ApiClient, id: string, domains: string[] = []): Promise<AccessResult> {
+  const { domain } = await locateSchool(client, id, domains);
   const r = await client.send('DELETE', `/schools/${id}/revoke-access`, {
     domain,
     ctx: { school: id, endpoint: '/schools/{id}/revoke-access' },

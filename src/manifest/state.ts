@@ -11,7 +11,8 @@
  * The watermark itself is the server's clock when the task's first page was answered (its Date
  * header), never the largest updated_at seen: a cursor walk in id order can pass a row before it
  * changes, so only "everything changed before the walk began" is known to be complete. A read
- * resumed from a checkpoint keeps the start of its FIRST attempt.
+ * resumed in a later run ends with an incremental catch-up from its first attempt's start, and
+ * takes the catch-up's start: everything changed before that was read.
  */
 import type { ResourceState, SchoolState } from './types.ts';
 
@@ -45,7 +46,7 @@ export function snapshotDue(lastFullAt: string | null | undefined, everyHours: n
 export interface CommittedRead {
   runId: string;
   mode: 'full' | 'incremental';
-  /** Server time at the start of the read (its first attempt, when resumed). */
+  /** Server time at the start of the read (of its catch-up, when it was resumed in a later run). */
   taskStart: Date;
   /** nextWatermark(the watermark the plan started from, taskStart): also written in the manifest. */
   watermark: string;

@@ -122,9 +122,13 @@ export interface ResourceState {
     boundaries?: number[];
     pages: number;
     rows: number;
-    started_at: string; // server time when the first attempt began: the watermark when it completes
+    started_at: string; // server time when the first attempt began: a resumed read catches up on changes since then
     ids_files?: string[]; // key values read so far (tables whose deletions are detected by snapshot)
     updated_after?: string; // an incremental read resumes with the window it began with
+    /** What the read began under; a later run resumes it only while these still hold. */
+    force_full_seq?: number;
+    scope_masked?: string[];
+    personal_data?: string;
   };
 }
 

@@ -1,35 +1,11 @@
-import { ConfigError, ExportError, oneLine } from '../errors.ts';
+import { ExportError, oneLine } from '../errors.ts';
 import { assertSafeId, assertSafeRegion } from '../ids.ts';
 import { snapshotDue, updatedAfterParam } from '../manifest/state.ts';
 import type { ResourceState, SchoolDirective, SchoolState } from '../manifest/types.ts';
-import { RESOURCES, deletionsFor, genericResource, resourceByName, type ResourceSpec } from '../resources/index.ts';
+import type { ResourceSpec } from '../resources/index.ts';
 import type { ApiClient } from '../source/client.ts';
-import type { CustomResourceConfig } from '../config/schema.ts';
 import type { SchoolRef, TaskPlan } from './task.ts';
 import { shardOf } from './shard.ts';
-
-/** Resolves resource names (built-in and the pipeline file's custom ones) before any request. */
-export function selectResources(names: string[] | undefined, custom: CustomResourceConfig[]): ResourceSpec[] {
-  const customSpecs = custom.map((c) =>
-    genericResource({ name: c.name, path: c.path, key: c.key, incremental: c.incremental, include: c.include }),
-  );
-  for (const c of customSpecs) {
-    if (resourceByName(c.name)) throw new ConfigError(`custom_resources ${c.name}: that name is a built-in table; choose another`);
-  }
-  const builtIn = RESOURCES.filter((r) => r.name !== 'deletions');
-  const deletions = deletionsFor([...builtIn, ...customSpecs]);
-  const all = [...builtIn, ...customSpecs, deletions];
-  if (!names || names.length === 0) return all;
-  const byName = new Map(all.map((r) => [r.name, r]));
-  return names.map((n) => {
-    const r = byName.get(n);
-    if (!r)
-      throw new ConfigError(
-        `resources: unknown table ${JSON.stringify(n)} (known: ${[...byName.keys()].join(', ')}; declare others under custom_resources)`,
-      );
-    return r;
-  });
-}
 
 export interface DiscoveredSchools {
   schools: SchoolRef[];
@@ -115,7 +91,8 @@ export function planTask(
   // A different personal-data policy or key restarts the read like a migration: rows read before
   // were transformed otherwise, and a full read lets loaders replace them (docs/personal-data.md).
   const repolicy = prev !== undefined && (prev.personal_data ?? 'keep') !== (o.settings.personalData ?? 'keep');
-  const forced = (o.directive ? o.directive.force_full_seq > (prev?.applied_force_full_seq ?? 0) : false) || repolicy;
+  const directed = o.directive ? o.directive.force_full_seq > (prev?.applied_force_full_seq ?? 0) : false;
+  const forced = directed || repolicy;
   const common = {
     school,
     spec,
@@ -126,15 +103,42 @@ export function planTask(
     windows: o.settings.windows,
   };
   const resume = prev?.checkpoint;
-  if (resume && !forced && !(resume.updated_after && o.settings.fullRefresh)) {
+  if (resume && resumable(resume, o, directed)) {
     const mode = resume.updated_after ? 'incremental' : 'full';
-    const reason = `resuming a ${mode} read committed up to page ${resume.pages}`;
-    return { ...common, mode, ...(resume.updated_after ? { updatedAfter: resume.updated_after } : {}), resume, reason };
+    const reason = `resuming ${mode === 'full' ? 'a full' : 'an incremental'} read committed up to page ${resume.pages}`;
+    const sameRead = { ...common, previousWatermark: forcedBefore(resume, o) ? null : common.previousWatermark };
+    return { ...sameRead, mode, ...(resume.updated_after ? { updatedAfter: resume.updated_after } : {}), resume, reason };
   }
+  const abandoned = resume?.ids_files?.length ? { abandonedIds: resume.ids_files } : {};
   const reason = fullReason(spec, prev, forced, o, repolicy);
-  if (reason || !prev?.watermark) return { ...common, mode: 'full', reason: reason ?? 'first run' };
+  if (reason || !prev?.watermark) return { ...common, ...abandoned, mode: 'full', reason: reason ?? 'first run' };
   const updatedAfter = updatedAfterParam(prev.watermark, o.settings.lookbackSeconds);
-  return { ...common, mode: 'incremental', updatedAfter, reason: `changes since the watermark ${prev.watermark}` };
+  return { ...common, ...abandoned, mode: 'incremental', updatedAfter, reason: `changes since the watermark ${prev.watermark}` };
+}
+
+type Checkpoint = NonNullable<ResourceState['checkpoint']>;
+
+/**
+ * A saved read goes on while what it began under still holds: the same directive generation (a
+ * forced read keeps its checkpoints; only a newer approval or migration restarts it), the same
+ * personal-data policy and key, no column read as null then that is readable now, and no
+ * --full-refresh for an incremental read.
+ */
+function resumable(
+  r: Checkpoint,
+  o: { directive?: SchoolDirective; settings: PlanSettings; scopeMasked: string[] },
+  directed: boolean,
+): boolean {
+  if (r.updated_after && o.settings.fullRefresh) return false;
+  if ((r.personal_data ?? 'keep') !== (o.settings.personalData ?? 'keep')) return false;
+  if ((r.scope_masked ?? []).some((c) => !o.scopeMasked.includes(c))) return false;
+  if (!directed) return true;
+  return (o.directive?.force_full_seq ?? 0) <= (r.force_full_seq ?? -1);
+}
+
+/** The saved read itself was forced: it starts its watermark afresh, as it did when it began. */
+function forcedBefore(r: Checkpoint, o: { directive?: SchoolDirective }): boolean {
+  return r.force_full_seq !== undefined && o.directive !== undefined && r.force_full_seq === o.directive.force_full_seq;
 }
 
 function fullReason(

@@ -13,7 +13,7 @@ export type RunEvent =
   | ({ event: 'task_done'; rows: number; files: number; resumed?: boolean; ms: number } & Ids)
   | ({ event: 'task_failed' | 'task_skipped' | 'task_interrupted'; code: string; message: string } & Ids)
   | ({ event: 'checkpoint' | 'resumed'; seq: number; pages: number; rows: number } & Ids)
-  | ({ event: 'resume_refused'; reason: string } & Ids)
+  | ({ event: 'resume_refused' | 'snapshot_incomplete'; reason: string } & Ids)
   | { event: 'school_skipped'; school_id: string; code?: string; reason: string }
   | { event: 'scope_masked'; school_id: string; columns: string[] }
   | { event: 'lease_wait'; holder: string }
@@ -34,6 +34,7 @@ export function levelOf(e: RunEvent): LogLevel {
     case 'school_skipped':
     case 'scope_masked':
     case 'resume_refused':
+    case 'snapshot_incomplete':
     case 'retry':
     case 'lease_wait':
       return 'warn';

@@ -9,10 +9,11 @@ import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { openSink } from '../sink/index.ts';
 import type { Sink } from '../sink/types.ts';
 import { ApiClient } from '../source/client.ts';
+import type { Clock } from '../source/retry.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { reconcileRevocations } from './reconcile.ts';
-import { selectResources } from './plan.ts';
+import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
@@ -29,6 +30,8 @@ export interface RunDeps {
   now?: () => Date;
   /** Monotonic milliseconds, for checkpoint intervals and durations (tests count pages instead). */
   clock?: () => number;
+  /** Time for the API client's retry waits (tests pass one that does not wait). */
+  retryClock?: Clock;
 }
 
 /** What a run holds open: the API client, the destination and where events go. */
@@ -90,6 +93,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
       domains: cfg.source.domains,
       connectionsPerDomain: cfg.connectionsPerDomain,
       retry: cfg.retry,
+      ...(deps.retryClock ? { clock: deps.retryClock } : {}),
       ...(deps.signal ? { signal: deps.signal } : {}),
       onEvent: (e) => {
         if (e.type === 'request') requests.count += 1;

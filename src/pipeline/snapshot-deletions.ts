@@ -50,9 +50,18 @@ export async function finishSnapshot(o: {
   chunks: string[];
   detectedAt: Date;
   runId: string;
-}): Promise<{ idsFile: string }> {
+}): Promise<{ idsFile: string | undefined; warning?: string }> {
   const seen = new Set(o.output.keys);
-  for (const chunk of o.chunks) for (const id of await readIds(o.sink, chunk)) seen.add(id);
+  for (const chunk of o.chunks) {
+    // A lost piece of this snapshot's ids would report its rows as deleted: detect nothing this
+    // time and keep the previous baseline, so the next complete snapshot compares against it.
+    if (!(await o.sink.read(chunk)))
+      return {
+        idsFile: undefined,
+        warning: `snapshot id list ${chunk} is missing: deletions in ${o.plan.spec.name} were not detected this time`,
+      };
+    for (const id of await readIds(o.sink, chunk)) seen.add(id);
+  }
   if (o.plan.knownIdsFile) {
     const gone = (await readIds(o.sink, o.plan.knownIdsFile)).filter((id) => !seen.has(id));
     await o.output.writeRows('deletions', deletionRows(gone, o.plan.spec.name, o.detectedAt, o.output.metaContext));

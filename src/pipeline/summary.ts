@@ -70,7 +70,7 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
       });
     }
     if (group.some((t) => t.checkpoint && t.checkpoint.snapshot !== m.run_id)) tasks.resumed += 1;
-    tasks.checkpoints += group.filter((t) => t.checkpoint && !t.checkpoint.final).length;
+    tasks.checkpoints += group.filter((t) => t.status === 'committed' && t.checkpoint && !t.checkpoint.final).length;
   }
   for (const t of m.tasks) addTotals(t, tables, drift);
   const seconds = Math.max(o.durationMs, 1) / 1000;
@@ -113,7 +113,8 @@ function taskOutcome(group: ManifestTask[]): { status: 'committed' } | { status:
   const ended = group.find((t) => t.status !== 'committed' || t.error);
   if (!ended) return { status: 'committed' };
   const status = ended.status === 'committed' ? 'failed' : ended.status;
-  const pieces = group.filter((t) => t.status === 'committed' && t.files.length).length;
+  // Only checkpoint pieces let the next run resume; a listed task whose state did not advance does not.
+  const pieces = group.filter((t) => t.status === 'committed' && !t.error && t.checkpoint && !t.checkpoint.final).length;
   const kept = pieces && status !== 'skipped' ? ` (${pieces} checkpoint piece(s) committed: the next run resumes)` : '';
   return { status, code: ended.error?.code ?? 'E_INTERNAL', message: (ended.error?.message ?? 'did not finish') + kept };
 }

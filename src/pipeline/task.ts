@@ -38,6 +38,8 @@ export interface TaskPlan {
   previousWatermark: string | null;
   /** Why the plan chose this mode (shown by --dry-run and progress). */
   reason: string;
+  /** Id lists of a checkpointed read the plan chose not to resume: removed once this read commits. */
+  abandonedIds?: string[];
   /** Windows a full read of a big school is split into (1: one cursor walk). */
   windows: number;
   /** The response the plan's probe already read (school_permissions): not requested again. */
@@ -56,7 +58,8 @@ export interface PieceCommit {
 export type TaskEvent =
   | { event: 'checkpoint'; seq: number; pages: number; rows: number }
   | { event: 'resumed'; seq: number; pages: number; rows: number }
-  | { event: 'resume_refused'; reason: string };
+  | { event: 'resume_refused'; reason: string }
+  | { event: 'snapshot_incomplete'; reason: string };
 
 export interface TaskEnv {
   client: ApiClient;
@@ -386,6 +389,10 @@ async function commitCheckpoint(
     started_at: progress.startedAt!.toISOString(),
     ...(plan.updatedAfter ? { updated_after: plan.updatedAfter } : {}),
     ...(progress.idsFiles.length ? { ids_files: [...progress.idsFiles] } : {}),
+    // what the read began under: a resume is valid only while these still hold
+    ...(plan.forceFullSeq !== undefined ? { force_full_seq: plan.forceFullSeq } : {}),
+    ...(plan.scopeMasked.length ? { scope_masked: plan.scopeMasked } : {}),
+    ...(env.personalData?.fingerprint ? { personal_data: env.personalData.fingerprint } : {}),
   };
   await env.commit({ task, deletions: piece.deletions, state: (prev) => checkpointResource(prev, checkpoint), obsolete: [] });
   progress.seq += 1;
@@ -396,7 +403,11 @@ async function commitCheckpoint(
 async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<void> {
   await env.admit(); // before anything of the piece is written under a final name
   let snapshotIdsFile: string | undefined;
-  const obsolete: string[] = [];
+  // id lists of an earlier attempt this read no longer continues (refused cursor, dropped resume)
+  const obsolete: string[] = [
+    ...(plan.abandonedIds ?? []),
+    ...(plan.resume?.ids_files ?? []).filter((f) => !progress.idsFiles.includes(f)),
+  ];
   if (out.keys) {
     const snap = await finishSnapshot({
       sink: env.sink,
@@ -407,7 +418,9 @@ async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progre
       runId: env.runId,
     });
     snapshotIdsFile = snap.idsFile;
-    obsolete.push(...progress.idsFiles, ...(plan.knownIdsFile && plan.knownIdsFile !== snap.idsFile ? [plan.knownIdsFile] : []));
+    if (snap.warning) env.onEvent?.({ event: 'snapshot_incomplete', reason: snap.warning });
+    const superseded = snap.idsFile && plan.knownIdsFile && plan.knownIdsFile !== snap.idsFile ? [plan.knownIdsFile] : [];
+    obsolete.push(...progress.idsFiles, ...superseded);
   }
   const piece = await out.commit();
   const watermark = nextWatermark(plan.previousWatermark, progress.startedAt!);

@@ -57,6 +57,7 @@ export async function runWalks(walks: Walk[], r: WalkRunner): Promise<Date | und
     await r.checkpoint(walks);
     r.timer.reset(r.pagesRead());
   });
+  let failed = false; // one walk's failure ends its siblings at their next page
   const one = async (walk: Walk): Promise<void> => {
     if (walk.done) return;
     let firstPage = walk.next !== undefined; // a resumed walk whose saved cursor is not yet accepted
@@ -64,6 +65,7 @@ export async function runWalks(walks: Walk[], r: WalkRunner): Promise<Date | und
       for await (const batch of r.pages(walk)) {
         firstPage = false;
         r.signal?.throwIfAborted();
+        if (failed) return;
         serverStart ??= batch.serverDate;
         await write(r.dedupe ? r.dedupe.admit(batch.rows) : batch.rows, batch.encoded);
         if (!batch.last) continue;
@@ -74,14 +76,16 @@ export async function runWalks(walks: Walk[], r: WalkRunner): Promise<Date | und
       }
       walk.done = true;
     } catch (e) {
+      failed = true;
+      barrier.fail(e);
       throw firstPage && e instanceof ApiError && e.status === 400 ? new CursorRefused(e) : e;
     } finally {
       barrier.leave();
     }
   };
   const results = await Promise.allSettled(walks.map(one));
-  const failed = results.find((x): x is PromiseRejectedResult => x.status === 'rejected');
-  if (failed) throw failed.reason;
+  const rejected = results.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+  if (rejected) throw rejected.reason;
   await queue;
   return serverStart;
 }
@@ -96,7 +100,17 @@ class Barrier {
     private readonly commit: () => Promise<void>,
   ) {}
 
+  private failure: { e: unknown } | undefined;
+
+  /** A walk failed: nothing more is committed; walks parked or parking are released with its error. */
+  fail(e: unknown): void {
+    this.failure ??= { e };
+    this.round?.reject(e);
+    this.round = undefined;
+  }
+
   park(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure.e);
     this.round ??= deferred();
     this.parked += 1;
     const wait = this.round.promise;
@@ -111,7 +125,7 @@ class Barrier {
 
   private settle(): void {
     const round = this.round;
-    if (!round || this.parked === 0 || this.parked < this.active) return;
+    if (this.failure || !round || this.parked === 0 || this.parked < this.active) return;
     this.round = undefined;
     this.parked = 0;
     this.commit().then(round.resolve, round.reject);

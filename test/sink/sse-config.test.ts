@@ -18,6 +18,6 @@ describe('--s3-sse / --s3-sse-kms-key-id reach the sink options', () => {
   it('a key id without aws:kms, or an unknown algorithm, is a config error', () => {
     expect(() => resolveRunConfig(undefined, { ...base, s3_sse_kms_key_id: 'k' })).toThrow(/needs s3_sse aws:kms/);
     expect(() => resolveRunConfig(undefined, { ...base, s3_sse: 'AES256', s3_sse_kms_key_id: 'k' })).toThrow(/needs s3_sse aws:kms/);
-    expect(() => resolveRunConfig(undefined, { ...base, s3_sse: 'DES' as 'AES256' })).toThrow(/s3_sse/);
+    expect(() => resolveRunConfig(undefined, { ...base, s3_sse: 'DES' as 'AES256' })).toThrow(/s3[_-]sse/);
   });
 });

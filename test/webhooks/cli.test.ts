@@ -6,7 +6,8 @@ import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalSink } from '../../src/sink/local.ts';
 import { readDirective } from '../../src/manifest/state-store.ts';
-import { logLine, readSecretFile } from '../../src/cli/webhooks.ts';
+import { readSecretFile } from '../../src/config/credentials.ts';
+import { logLine } from '../../src/cli/log.ts';
 import { post } from './http.ts';
 
 const SECRET = 'cli-secret-abcdef0123456789';
@@ -26,8 +27,7 @@ describe('webhooks serve (CLI)', () => {
     const child = spawn(
       process.execPath,
       [
-        'bin/run-ts.js',
-        'test/webhooks/fixtures/cli.mts',
+        'bin/school-export.js',
         'webhooks',
         'serve',
         '--dest',
@@ -41,17 +41,18 @@ describe('webhooks serve (CLI)', () => {
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    let stderr = '';
-    child.stderr.on('data', (c) => (stderr += c));
+    // log lines go to stderr (one JSON object each); stdout stays empty
+    let stdout = '';
+    child.stdout.on('data', (c) => (stdout += c));
     const lines: any[] = [];
-    const rl = createInterface({ input: child.stdout });
+    const rl = createInterface({ input: child.stderr });
     const listening = new Promise<any>((resolve, reject) => {
       rl.on('line', (l) => {
         const e = JSON.parse(l);
         lines.push(e);
         if (e.event === 'listening') resolve(e);
       });
-      child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+      child.once('exit', (code) => reject(new Error(`exited ${code}: ${JSON.stringify(lines)}`)));
     });
     const ready = await listening;
     expect(ready.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/webhooks\/<secret>$/);
@@ -73,8 +74,11 @@ describe('webhooks serve (CLI)', () => {
     child.kill('SIGTERM');
     expect(await exit).toBe(0);
     expect(lines.map((l) => l.event)).toEqual(['listening', 'webhook', 'stopping']);
+    for (const l of lines) expect(l).toMatchObject({ level: 'info', time: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
+    expect(Object.keys(lines[0]).slice(0, 3)).toEqual(['level', 'time', 'event']);
+    expect(stdout).toBe('');
     expect(lines[1]).toMatchObject({ payload_type: 'schoolApproved', school_id: 'A42', duplicate: false });
-    const all = JSON.stringify(lines) + stderr;
+    const all = JSON.stringify(lines) + stdout;
     expect(all).not.toContain(SECRET);
     expect(all).not.toContain('tok-CLI-999');
     expect((await readDirective(new LocalSink(dest), 'A42'))!.force_full_seq).toBe(1);
@@ -84,18 +88,19 @@ describe('webhooks serve (CLI)', () => {
     const dir = (root = await mkdtemp(join(tmpdir(), 'wh-cli-')));
     const f = join(dir, 's');
     await writeFile(f, '  \n', { mode: 0o600 });
-    expect(() => readSecretFile(f)).toThrow(/is empty/);
-    expect(() => readSecretFile(join(dir, 'missing'))).toThrow(/cannot read it \(ENOENT\)/);
+    expect(() => readSecretFile(f, '--secret-file')).toThrow(/--secret-file .* is empty/);
+    expect(() => readSecretFile(join(dir, 'missing'), '--secret-file')).toThrow(/cannot read it \(ENOENT\)/);
     await writeFile(f, 'abc\n');
     await chmod(f, 0o644);
     const warnings: string[] = [];
-    expect(readSecretFile(f, (w) => warnings.push(w))).toBe('abc');
+    expect(readSecretFile(f, '--secret-file', { warn: (w) => warnings.push(w) })).toBe('abc');
     expect(warnings[0]).toMatch(/chmod 600/);
-    expect(JSON.parse(logLine({ event: 'webhook', school_id: 'A1' }, false))).toMatchObject({
-      event: 'webhook',
-      school_id: 'A1',
-      at: expect.any(String),
-    });
-    expect(logLine({ event: 'webhook', reason: 'a\u001bb' }, true)).toMatch(/^\d\d:\d\d:\d\d webhook reason=a\uFFFDb\n$/);
+    const now = new Date('2026-11-23T10:00:00.000Z');
+    expect(logLine({ event: 'webhook', school_id: 'A1' }, { now })).toBe(
+      '{"level":"info","time":"2026-11-23T10:00:00.000Z","event":"webhook","school_id":"A1"}\n',
+    );
+    expect(JSON.parse(logLine({ event: 'webhook_rejected', status: 401 }))).toMatchObject({ level: 'warn', event: 'webhook_rejected' });
+    expect(JSON.parse(logLine({ event: 'webhook_failed', status: 500 }))).toMatchObject({ level: 'error' });
+    expect(logLine({ event: 'webhook', reason: 'a\u001bb' }, { tty: true })).toMatch(/^\d\d:\d\d:\d\d webhook reason=a\uFFFDb\n$/);
   });
 });

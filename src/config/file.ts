@@ -1,0 +1,71 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { extname } from 'node:path';
+import { ConfigError } from '../errors.ts';
+import { keyPath, validatePipeline, type PipelineConfig } from './schema.ts';
+
+/**
+ * Reads a pipeline file: JSON (`.json`) or YAML (`.yaml`/`.yml`), then `${ENV_VAR}` in string
+ * values is replaced from the environment (`$${` writes a literal `${`), then the result is
+ * validated against the shipped schema. Every problem names the file and the key.
+ */
+export function readPipelineFile(path: string, env: NodeJS.ProcessEnv = process.env): PipelineConfig {
+  const where = `pipeline file ${path}`;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`${where}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  const raw = parseText(text, path, where);
+  return validatePipeline(interpolate(raw, env, where, []), where);
+}
+
+export function isYamlPath(path: string): boolean {
+  return ['.yaml', '.yml'].includes(extname(path).toLowerCase());
+}
+
+function parseText(text: string, path: string, where: string): unknown {
+  if (isYamlPath(path)) {
+    try {
+      // YAML 1.2 core schema: `no` and `off` stay strings, duplicate keys are errors
+      // loaded only for YAML files
+      const { parse: parseYaml } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
+      return parseYaml(text, { prettyErrors: false, uniqueKeys: true }) ?? {};
+    } catch (e) {
+      throw new ConfigError(`${where}: not valid YAML (${(e as Error).message.split('\n')[0]})`);
+    }
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(`${where}: not valid JSON (${(e as Error).message})`);
+  }
+}
+
+const VAR = /\$(\$?)\{([^}]*)\}/g;
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `${NAME}` in every string value (not in keys); an unset or empty variable is an error naming the key. */
+export function interpolate(v: unknown, env: NodeJS.ProcessEnv, where: string, path: (string | number)[]): unknown {
+  if (typeof v === 'string') {
+    return v.replace(VAR, (_m, escaped: string, name: string) => {
+      if (escaped) return '${' + name + '}';
+      const at = `${where}: ${keyPath(path)}`;
+      if (!NAME.test(name)) throw new ConfigError(`${at}: \${${name}} is not a variable name (letters, digits and _)`);
+      // the token is never a setting: it would end up in a URL or a log line
+      if (name === 'SCHOOL_API_TOKEN')
+        throw new ConfigError(
+          `${at}: \${SCHOOL_API_TOKEN} is not allowed: the token is read from SCHOOL_API_TOKEN itself, never from a setting`,
+        );
+      const value = env[name];
+      if (value === undefined || value === '') throw new ConfigError(`${at}: \${${name}} is not set in the environment`);
+      return value;
+    });
+  }
+  if (Array.isArray(v)) return v.map((x, i) => interpolate(x, env, where, [...path, i]));
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, interpolate(x, env, where, [...path, k])]));
+  }
+  return v;
+}

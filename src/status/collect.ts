@@ -1,0 +1,237 @@
+import pLimit from 'p-limit';
+import { listStates, readState } from '../manifest/state-store.ts';
+import type { Manifest, ManifestTask, SchoolDirective } from '../manifest/types.ts';
+import type { Sink } from '../sink/types.ts';
+
+/**
+ * What a destination holds, read from its own files only (state, directives, manifests, leases):
+ * no API request, so it works from anywhere that can read the destination, while a run is going.
+ */
+
+/** The lease file a running export holds: `_state/_locks/run.json` or `run-s<I>of<N>.json` per shard. */
+export interface LeaseRecord {
+  run_id: string;
+  host: string;
+  pid: number;
+  started_at: string;
+  heartbeat_at: string;
+}
+
+export interface TaskStatus {
+  type: 'task';
+  school_id: string;
+  region: string;
+  resource: string;
+  watermark: string | null;
+  /** now − watermark, in seconds: how far behind the source this table can be. */
+  lag_seconds: number | null;
+  last_run_id: string | null;
+  last_full_at: string | null;
+  /** A full read committed up to a checkpoint, which the next run resumes. */
+  checkpoint: { pages: number; rows: number; started_at: string } | null;
+  /** The latest failure of this task among the runs read, when no later run committed it. */
+  last_failure: { run_id: string; status: string; code?: string; message?: string } | null;
+}
+
+export interface RunStatus {
+  type: 'run';
+  run_id: string;
+  /** ok | partial | failed | interrupted from the run manifest; running (lease held) or incomplete (killed: parts only) otherwise. */
+  status: string;
+  started_at: string | null;
+  finished_at: string | null;
+  duration_seconds: number | null;
+  shard: string | null;
+  tasks: number;
+  rows: number;
+  failures: number;
+}
+
+export interface DeactivatedSchool {
+  type: 'deactivated';
+  school_id: string;
+  reason: string;
+  event: string;
+  at: string;
+}
+
+export interface LockStatus {
+  type: 'lock';
+  file: string;
+  run_id: string;
+  host: string;
+  pid: number;
+  started_at: string;
+  heartbeat_at: string;
+  heartbeat_age_seconds: number | null;
+}
+
+export interface StatusReport {
+  dest: string;
+  tasks: TaskStatus[];
+  runs: RunStatus[];
+  deactivated: DeactivatedSchool[];
+  locks: LockStatus[];
+  /** Files that could not be read, each named with why: shown, never fatal. */
+  problems: string[];
+}
+
+const MANIFESTS = '_manifests/';
+const LOCKS = '_state/_locks/';
+const DIRECTIVES = '_state/_directives/';
+
+const secondsBetween = (later: Date, iso: string | null | undefined): number | null => {
+  if (!iso) return null;
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? null : Math.max(0, Math.round((later.getTime() - t) / 1000));
+};
+
+async function readJson<T>(sink: Sink, path: string, problems: string[]): Promise<T | undefined> {
+  try {
+    const buf = await sink.read(path);
+    return buf ? (JSON.parse(buf.toString('utf8')) as T) : undefined;
+  } catch (e) {
+    problems.push(`${path}: unreadable (${(e as Error).message})`);
+    return undefined;
+  }
+}
+
+/** Whole-run manifests and part folders, by run id, newest first. */
+async function runIds(sink: Sink): Promise<{ id: string; final: string | undefined; parts: string[] }[]> {
+  const runs = new Map<string, { final?: string; parts: string[] }>();
+  for (const p of await sink.list(MANIFESTS)) {
+    const rel = p.slice(MANIFESTS.length);
+    const whole = /^([^/]+)\.json$/.exec(rel);
+    const part = /^([^/]+)\/part-\d+\.json$/.exec(rel);
+    const id = whole?.[1] ?? part?.[1];
+    if (!id) continue;
+    const r = runs.get(id) ?? { parts: [] };
+    if (whole) r.final = p;
+    else r.parts.push(p);
+    runs.set(id, r);
+  }
+  return [...runs.entries()]
+    .sort(([a], [b]) => (a < b ? 1 : a > b ? -1 : 0))
+    .map(([id, r]) => ({ id, final: r.final, parts: r.parts.sort() }));
+}
+
+function runStatus(id: string, m: Manifest | undefined, partTasks: ManifestTask[], running: boolean, now: Date): RunStatus {
+  const tasks = m?.tasks ?? partTasks;
+  const status = m?.status && m.status !== 'running' ? m.status : running ? 'running' : 'incomplete';
+  const finished = m?.finished_at ?? null;
+  const started = m?.started_at ?? null;
+  return {
+    type: 'run',
+    run_id: id,
+    status,
+    started_at: started,
+    finished_at: finished,
+    duration_seconds: started ? secondsBetween(finished ? new Date(finished) : now, started) : null,
+    shard: m?.shard ? `${m.shard.index}/${m.shard.count}` : (/-s(\d+)of(\d+)$/.exec(id)?.slice(1).join('/') ?? null),
+    tasks: tasks.length,
+    rows: tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
+    failures: tasks.filter((t) => t.status === 'failed' || t.status === 'interrupted').length,
+  };
+}
+
+export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number } = {}): Promise<StatusReport> {
+  const now = o.now ?? new Date();
+  const problems: string[] = [];
+  const limit = pLimit(16); // S3 GETs are independent: a few in flight, not thousands
+
+  const locks: LockStatus[] = [];
+  for (const p of await sink.list(LOCKS)) {
+    const l = await readJson<LeaseRecord>(sink, p, problems);
+    if (l) locks.push({ type: 'lock', file: p, ...l, heartbeat_age_seconds: secondsBetween(now, l.heartbeat_at) });
+  }
+  const lockedRuns = new Set(locks.map((l) => l.run_id));
+
+  // the latest N runs: their manifests (or, for a run without one, its parts)
+  const recent = (await runIds(sink)).slice(0, o.runs ?? 10);
+  const runDocs = await Promise.all(
+    recent.map((r) =>
+      limit(async () => {
+        const final = r.final ? await readJson<Manifest>(sink, r.final, problems) : undefined;
+        const parts = final ? [] : await Promise.all(r.parts.map((p) => readJson<Manifest>(sink, p, problems)));
+        return { id: r.id, final, tasks: final?.tasks ?? parts.flatMap((p) => p?.tasks ?? []) };
+      }),
+    ),
+  );
+  const runs = runDocs.map((r) => runStatus(r.id, r.final, r.tasks, lockedRuns.has(r.id), now));
+
+  const states = await Promise.all(
+    (await listStates(sink)).map((s) =>
+      limit(async () => {
+        try {
+          return await readState(sink, s.region, s.schoolId);
+        } catch (e) {
+          problems.push((e as Error).message);
+          return undefined;
+        }
+      }),
+    ),
+  );
+  const tasks: TaskStatus[] = [];
+  for (const st of states) {
+    if (!st) continue;
+    for (const [resource, r] of Object.entries(st.resources).sort(([a], [b]) => a.localeCompare(b))) {
+      tasks.push({
+        type: 'task',
+        school_id: st.school_id,
+        region: st.region,
+        resource,
+        watermark: r.watermark,
+        lag_seconds: secondsBetween(now, r.watermark),
+        last_run_id: r.last_run_id,
+        last_full_at: r.last_full_at,
+        checkpoint: r.checkpoint ? { pages: r.checkpoint.pages, rows: r.checkpoint.rows, started_at: r.checkpoint.started_at } : null,
+        last_failure: null,
+      });
+    }
+  }
+  attachFailures(tasks, runDocs);
+
+  const deactivated: DeactivatedSchool[] = [];
+  for (const p of await sink.list(DIRECTIVES)) {
+    const d = await readJson<SchoolDirective>(sink, p, problems);
+    if (d?.deactivated) deactivated.push({ type: 'deactivated', school_id: d.school_id, ...d.deactivated });
+  }
+  return { dest: sink.url, tasks, runs, deactivated, locks, problems };
+}
+
+/**
+ * A failure counts while no later run committed the task. Runs newest first: the first entry met
+ * for a (school, resource) decides. A failed task never wrote state, so a school whose every task
+ * failed has no state file: it gets a row of its own.
+ */
+function attachFailures(tasks: TaskStatus[], runs: { id: string; tasks: ManifestTask[] }[]): void {
+  const byKey = new Map(tasks.map((t) => [`${t.school_id}|${t.resource}`, t]));
+  const decided = new Set<string>();
+  for (const run of runs) {
+    for (const t of run.tasks) {
+      const key = `${t.school_id}|${t.resource}`;
+      if (decided.has(key)) continue;
+      decided.add(key);
+      if (t.status !== 'failed' && t.status !== 'interrupted') continue;
+      const failure = { run_id: run.id, status: t.status, ...(t.error ? { code: t.error.code, message: t.error.message } : {}) };
+      const row = byKey.get(key);
+      if (row) row.last_failure = failure;
+      else {
+        const fresh: TaskStatus = {
+          type: 'task',
+          school_id: t.school_id,
+          region: t.region,
+          resource: t.resource,
+          watermark: null,
+          lag_seconds: null,
+          last_run_id: null,
+          last_full_at: null,
+          checkpoint: null,
+          last_failure: failure,
+        };
+        byKey.set(key, fresh);
+        tasks.push(fresh);
+      }
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import { spawn } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commandName, exitCodeFor } from '../../src/cli/commands.ts';
+import { createLogger, levelOf } from '../../src/cli/log.ts';
+import { ApiError, ConfigError, ExportError } from '../../src/errors.ts';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
+
+const BIN = resolve(import.meta.dirname, '../../bin/school-export.js');
+
+function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  return new Promise((res) => child.once('close', (code) => res({ code, stdout, stderr })));
+}
+
+describe('exit status', () => {
+  it('configuration codes (E_CONFIG, E_USAGE, E_AUTH, E_LOCKED) exit 2, others 1', () => {
+    expect(exitCodeFor(new ConfigError('x'))).toBe(2);
+    expect(exitCodeFor(new ConfigError('x', 'E_USAGE'))).toBe(2);
+    expect(exitCodeFor(new ApiError('E_AUTH', 'rejected', { status: 401, retriable: false }))).toBe(2);
+    expect(exitCodeFor(new ExportError('E_LOCKED', 'held'))).toBe(2);
+    expect(exitCodeFor(new ExportError('E_SINK', 'disk'))).toBe(1);
+    expect(exitCodeFor(new Error('bug'))).toBe(1);
+    expect(commandName(['--json', 'status', '--dest', 'x'])).toBe('status');
+  });
+
+  describe('against the sandbox', () => {
+    let sb: Sandbox;
+    beforeAll(async () => {
+      sb = await startSandbox({ seed: 2, schools: 2, achievementsPerSchool: 5 });
+    });
+    afterAll(async () => {
+      await sb?.close();
+    });
+
+    it('an invalid token (401) exits 2 with one line naming the fix, for schools and run alike, and never shows the token', async () => {
+      const env = { SCHOOL_API_TOKEN: 'not-the-token-123', SCHOOL_EXPORT_API_URL: sb.url };
+      const list = await cli(['schools', 'list'], env);
+      expect(list.code).toBe(2);
+      expect(list.stderr).toMatch(/401.*SCHOOL_API_TOKEN/);
+      const run = await cli(['run', '--dest', join(process.cwd(), 'exports-never-written'), '--progress', 'none', '--json'], env);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/401/);
+      expect(list.stderr + run.stderr + run.stdout).not.toContain('not-the-token-123');
+    });
+
+    it('usage errors exit 2 before any request: a flag value as typed, an empty --schools, a token with a line break', async () => {
+      sb.control.clearRequests();
+      const env = { SCHOOL_API_TOKEN: sb.tokens.full, SCHOOL_EXPORT_API_URL: sb.url };
+      const perPage = await cli(['run', '--per-page', 'abc'], env);
+      expect([perPage.code, perPage.stderr.trim()]).toEqual([2, 'school-export: --per-page abc: expected an integer from 1 to 100000']);
+      const schools = await cli(['run', '--schools', ''], env);
+      expect([schools.code, schools.stderr.trim()]).toEqual([2, 'school-export: --schools "": expected a non-empty list']);
+      const token = await cli(['schools', 'list'], { ...env, SCHOOL_API_TOKEN: 'abc\ndef' });
+      expect(token.code).toBe(2);
+      expect(token.stderr).toMatch(/SCHOOL_API_TOKEN holds a line break/);
+      expect(sb.control.requests()).toEqual([]);
+    });
+  });
+});
+
+describe('log lines', () => {
+  it('carry level, time and event first, and --log-level drops what is less severe', () => {
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (c: Buffer) => (text += c.toString()));
+    const log = createLogger({ level: 'warn', out, now: () => new Date('2030-01-01T00:00:00Z') });
+    log({ event: 'webhook', school_id: 'A1' });
+    log({ event: 'webhook_rejected', status: 404 });
+    log({ event: 'webhook_failed', status: 500 });
+    log({ event: 'run_exit', code: 1, signal: null });
+    expect(text.trim().split('\n')).toEqual([
+      '{"level":"warn","time":"2030-01-01T00:00:00.000Z","event":"webhook_rejected","status":404}',
+      '{"level":"error","time":"2030-01-01T00:00:00.000Z","event":"webhook_failed","status":500}',
+      '{"level":"warn","time":"2030-01-01T00:00:00.000Z","event":"run_exit","code":1,"signal":null}',
+    ]);
+    expect(levelOf({ event: 'run_exit', code: 0, signal: null })).toBe('info');
+    expect(levelOf({ event: 'anything', level: 'debug' })).toBe('debug');
+  });
+});

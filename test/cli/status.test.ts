@@ -1,0 +1,196 @@
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { statusCommandRun } from '../../src/cli/status.ts';
+import { writeDirective } from '../../src/manifest/state-store.ts';
+import type { Manifest } from '../../src/manifest/types.ts';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
+import { openSink } from '../../src/sink/index.ts';
+import { LocalSink } from '../../src/sink/local.ts';
+import type { Sink } from '../../src/sink/types.ts';
+import { exportOnce, tempDir } from '../integration/helpers.ts';
+import { S3RVER_CREDENTIALS, startS3rver, type S3rverHandle } from '../helpers/s3rver.ts';
+
+/**
+ * `school-export status` against destinations a real export wrote (local and S3), with what a
+ * running or failed run and the webhook receiver leave there added: a lease, a failed run's
+ * manifest, a deactivated school.
+ */
+const NOW = new Date('2030-01-01T00:00:00.000Z');
+const FAILED_RUN = '20291231T230000.000Z-beef';
+
+async function capture(
+  fn: (io: { out: NodeJS.WritableStream & { isTTY?: boolean }; err: NodeJS.WritableStream }) => Promise<void>,
+  tty = false,
+) {
+  const out = Object.assign(new PassThrough(), { isTTY: tty });
+  let text = '';
+  out.on('data', (c: Buffer) => (text += c.toString()));
+  await fn({ out, err: new PassThrough() });
+  return text;
+}
+
+async function addRunArtifacts(sink: Sink): Promise<void> {
+  const failed: Manifest = {
+    version: 1,
+    run_id: FAILED_RUN,
+    started_at: '2029-12-31T23:00:00.000Z',
+    finished_at: '2029-12-31T23:00:42.000Z',
+    format: 'ndjson',
+    status: 'partial',
+    tasks: [
+      {
+        school_id: 'A1001',
+        region: 'uk',
+        resource: 'achievements',
+        status: 'failed',
+        mode: 'incremental',
+        files: [],
+        rows: {},
+        error: { code: 'E_HTTP_RETRIES', message: 'GET /achievements: 503 after 6 attempts' },
+      },
+      { school_id: 'A1001', region: 'uk', resource: 'schools', status: 'committed', mode: 'incremental', files: [], rows: { schools: 1 } },
+    ],
+    deletions: [],
+  };
+  await sink.writeAtomic(`_manifests/${FAILED_RUN}.json`, JSON.stringify(failed));
+  await sink.writeAtomic(
+    '_state/_locks/run.json',
+    JSON.stringify({
+      run_id: '20300101T000000.000Z-aaaa',
+      host: 'node-7',
+      pid: 4242,
+      started_at: '2029-12-31T23:59:00.000Z',
+      heartbeat_at: '2029-12-31T23:59:30.000Z',
+    }),
+  );
+  await writeDirective(sink, {
+    version: 1,
+    school_id: 'A1002',
+    force_full_seq: 0,
+    deactivated: { reason: 'access revoked', at: '2029-12-30T10:00:00.000Z', event: 'accessRevoked' },
+    updated_at: '2029-12-30T10:00:00.000Z',
+  });
+}
+
+describe('school-export status', () => {
+  let sb: Sandbox;
+  beforeAll(async () => {
+    sb = await startSandbox({ seed: 3, schools: 2, achievementsPerSchool: 30 });
+  });
+  afterAll(async () => {
+    await sb?.close();
+  });
+
+  it('local destination: NDJSON per lease, run, school × table and deactivated school; a table on a terminal', async () => {
+    const t = tempDir('status-');
+    try {
+      const summary = await exportOnce(sb, t.dir, { format: 'ndjson', resources: ['schools', 'achievements'] });
+      expect(summary.status).toBe('ok');
+      await addRunArtifacts(new LocalSink(t.dir));
+
+      const text = await capture((io) => statusCommandRun({ dest: t.dir }, io, NOW)); // piped: NDJSON
+      const lines = text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      const byType = (type: string) => lines.filter((l) => l.type === type);
+
+      expect(byType('lock')).toEqual([
+        expect.objectContaining({ run_id: '20300101T000000.000Z-aaaa', host: 'node-7', pid: 4242, heartbeat_age_seconds: 30 }),
+      ]);
+      const runs = byType('run');
+      expect(runs.map((r) => r.run_id)).toEqual([FAILED_RUN, summary.runId]); // newest first
+      expect(runs[0]).toMatchObject({ status: 'partial', duration_seconds: 42, failures: 1, tasks: 2, rows: 1 });
+      expect(runs[1]).toMatchObject({ status: 'ok', failures: 0 });
+      expect(runs[1].rows).toBeGreaterThan(0);
+
+      const tasks = byType('task');
+      const schools = [...new Set(tasks.map((x) => x.school_id))].sort();
+      expect(schools).toEqual(['A1001', 'A1002']);
+      for (const x of tasks) {
+        expect(x.watermark).toMatch(/Z$/);
+        expect(x.lag_seconds).toBe(Math.round((NOW.getTime() - Date.parse(x.watermark)) / 1000));
+        expect(x.last_run_id).toBe(summary.runId);
+        expect(x.last_full_at).not.toBeNull(); // the first run is a full one
+      }
+      const failing = tasks.filter((x) => x.last_failure);
+      expect(failing).toEqual([
+        expect.objectContaining({
+          school_id: 'A1001',
+          resource: 'achievements',
+          last_failure: {
+            run_id: FAILED_RUN,
+            status: 'failed',
+            code: 'E_HTTP_RETRIES',
+            message: 'GET /achievements: 503 after 6 attempts',
+          },
+        }),
+      ]);
+      expect(byType('deactivated')).toEqual([
+        { type: 'deactivated', school_id: 'A1002', reason: 'access revoked', at: '2029-12-30T10:00:00.000Z', event: 'accessRevoked' },
+      ]);
+
+      const table = await capture((io) => statusCommandRun({ dest: t.dir }, io, NOW), true);
+      expect(table).toMatch(/RUN IN PROGRESS \(lease held\)/);
+      expect(table).toMatch(/node-7\s+4242/);
+      expect(table).toMatch(/LAST 2 RUNS/);
+      expect(table).toMatch(/A1001\s+uk\s+achievements\s+\S+\s+\S+.*E_HTTP_RETRIES in 20291231T230000\.000Z-beef/);
+      expect(table).toMatch(/DEACTIVATED BY WEBHOOKS/);
+      expect(table).not.toContain('{"');
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('an empty destination says so; --runs bounds the runs listed', async () => {
+    const t = tempDir('status-empty-');
+    try {
+      const table = await capture((io) => statusCommandRun({ dest: t.dir }, io, NOW), true);
+      expect(table).toMatch(/no run in progress/);
+      expect(table).toMatch(/nothing exported to this destination/);
+      await exportOnce(sb, t.dir, { format: 'ndjson', resources: ['schools'] });
+      await exportOnce(sb, t.dir, { format: 'ndjson', resources: ['schools'] });
+      const lines = (await capture((io) => statusCommandRun({ dest: t.dir, runs: 1, json: true }, io, NOW))).trim().split('\n');
+      expect(lines.map((l) => JSON.parse(l)).filter((l) => l.type === 'run')).toHaveLength(1);
+      await expect(statusCommandRun({ dest: t.dir, runs: 'x' as never }, undefined, NOW)).rejects.toThrow(/--runs x: expected an integer/);
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  describe('S3 destination (s3rver)', () => {
+    let store: S3rverHandle;
+    beforeAll(async () => {
+      store = await startS3rver();
+    });
+    afterAll(async () => {
+      vi.unstubAllEnvs();
+      await store?.close();
+    });
+
+    it('reads state, manifests and the lease from s3://', async () => {
+      vi.stubEnv('AWS_ACCESS_KEY_ID', S3RVER_CREDENTIALS.accessKeyId);
+      vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3RVER_CREDENTIALS.secretAccessKey);
+      vi.stubEnv('AWS_REGION', 'us-east-1');
+      const dest = `s3://${store.bucket}/status-test`;
+      const summary = await exportOnce(sb, dest, { format: 'ndjson', resources: ['schools'], s3_endpoint: store.endpoint });
+      expect(summary.status).toBe('ok');
+      const sink = await openSink(dest, { s3: { endpoint: store.endpoint } });
+      try {
+        await addRunArtifacts(sink);
+      } finally {
+        await sink.close();
+      }
+      const lines = (await capture((io) => statusCommandRun({ dest, 's3-endpoint': store.endpoint }, io, NOW)))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines.filter((l) => l.type === 'lock')).toHaveLength(1);
+      expect(lines.filter((l) => l.type === 'run').map((r) => r.run_id)).toEqual([FAILED_RUN, summary.runId]);
+      expect(lines.filter((l) => l.type === 'task').map((x) => `${x.school_id}/${x.resource}`)).toEqual(
+        expect.arrayContaining(['A1001/schools', 'A1002/schools', 'A1001/achievements']),
+      );
+      expect(lines.filter((l) => l.type === 'deactivated')).toHaveLength(1);
+    });
+  });
+});

@@ -1,0 +1,157 @@
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * What a server does: `npm pack` on a build machine, then the tarball unpacked into an empty
+ * directory and installed with `npm ci --omit=dev` (the tarball carries the lockfile as
+ * npm-shrinkwrap.json), then the command run from there: `--version`, `--help`, `run` against the
+ * built-in sandbox, `status` and `warehouse load` into DuckDB. Offline: npm answers from its cache,
+ * which the `npm ci` that installed this checkout filled; no test here talks to a registry.
+ *
+ * The pack runs in a copy of the sources (with this checkout's node_modules linked in for the
+ * compiler), so it never rebuilds the dist/ other tests may be running at the same moment.
+ */
+const ROOT = resolve(import.meta.dirname, '../..');
+const TRACE = join(import.meta.dirname, 'fixtures/trace-imports.mjs');
+const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  files: string[];
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+let work: string;
+let app: string;
+
+function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false', ...env },
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (r.error) throw r.error;
+  return r;
+}
+
+function ok(r: SpawnSyncReturns<string>, what: string): SpawnSyncReturns<string> {
+  if (r.status !== 0)
+    throw new Error(`${what} exited ${r.status}\n--- stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-4000)}`);
+  return r;
+}
+
+/** The installed command, run with plain Node as the bin shim would; optionally tracing the modules it loads. */
+function cli(args: string[], o: { trace?: string; cwd?: string } = {}): SpawnSyncReturns<string> {
+  const pre = o.trace ? ['--import', TRACE] : [];
+  return sh(process.execPath, [...pre, join(app, 'bin/school-export.js'), ...args], o.cwd ?? app, {
+    TRACE_IMPORTS_FILE: o.trace ?? '',
+    SCHOOL_API_TOKEN: '',
+  });
+}
+
+describe('production install from the packed tarball (npm ci --omit=dev, offline)', () => {
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'se-install-'));
+    const src = join(work, 'src-copy');
+    mkdirSync(src);
+    for (const f of ['package.json', 'package-lock.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', ...PKG.files]) {
+      const name = f.replace(/\/$/, '');
+      if (name.startsWith('!') || name === 'npm-shrinkwrap.json' || name.startsWith('dist')) continue;
+      if (existsSync(join(ROOT, name))) cpSync(join(ROOT, name), join(src, name), { recursive: true });
+    }
+    cpSync(join(ROOT, 'src'), join(src, 'src'), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules'), join(src, 'node_modules'), 'dir');
+
+    const out = join(work, 'out');
+    mkdirSync(out);
+    ok(sh(NPM, ['pack', '--pack-destination', out], src), 'npm pack');
+    const tarball = readdirSync(out).find((f) => f.endsWith('.tgz'));
+    if (!tarball) throw new Error(`npm pack wrote no tarball in ${out}`);
+    expect(existsSync(join(src, 'npm-shrinkwrap.json')), 'postpack removes the shrinkwrap copy').toBe(false);
+
+    const server = join(work, 'server');
+    mkdirSync(server);
+    ok(sh('tar', ['xzf', join(out, tarball), '-C', server], server), 'tar');
+    app = join(server, 'package');
+    const install = sh(NPM, ['ci', '--omit=dev', '--offline', '--no-audit', '--no-fund'], app);
+    if (install.status !== 0 && /ENOTCACHED/.test(install.stderr)) {
+      throw new Error(
+        `npm's cache lacks a runtime dependency (ENOTCACHED), so the offline install cannot run: run \`npm ci\` in this checkout first (it fills the cache).\n${install.stderr.slice(-2000)}`,
+      );
+    }
+    ok(install, 'npm ci --omit=dev --offline');
+  }, 300_000);
+
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('ships dist/, the schema, the lockfile and no sources; installs runtime dependencies only', () => {
+    for (const p of [
+      'dist/cli/main.js',
+      'schema/pipeline.schema.json',
+      'pipelines/sandbox.json',
+      'npm-shrinkwrap.json',
+      'bin/school-export.js',
+    ]) {
+      expect(existsSync(join(app, p)), p).toBe(true);
+    }
+    expect(existsSync(join(app, 'src')), 'no TypeScript sources').toBe(false);
+    for (const dep of Object.keys(PKG.dependencies)) expect(existsSync(join(app, 'node_modules', dep)), dep).toBe(true);
+    for (const dev of Object.keys(PKG.devDependencies)) expect(existsSync(join(app, 'node_modules', dev)), dev).toBe(false);
+  });
+
+  it('--version and --help load no heavy module (DuckDB, the AWS SDK, Parquet, the sandbox)', () => {
+    const heavy = ['@duckdb', '@aws-sdk', '/dist/sandbox/', '/dist/warehouse/'];
+    // `run` declares its --format choices from the format registry, which loads the writers
+    const cases: [string[], string[]][] = [
+      [['--version'], [...heavy, 'parquetjs-lite', '/dist/pipeline/', 'ajv', 'yaml']],
+      [['--help'], [...heavy, 'parquetjs-lite', '/dist/pipeline/', 'ajv', 'yaml']],
+      [['run', '--help'], heavy],
+      [
+        ['status', '--help'],
+        [...heavy, 'parquetjs-lite'],
+      ],
+      [
+        ['schools', '--help'],
+        [...heavy, 'parquetjs-lite'],
+      ],
+    ];
+    for (const [args, notLoaded] of cases) {
+      const trace = join(work, `trace-${args.join('-')}.txt`);
+      const started = process.hrtime.bigint();
+      const r = ok(cli(args, { trace }), args.join(' '));
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      if (args[0] === '--version') expect(r.stdout.trim()).toBe(PKG.version);
+      const loaded = readFileSync(trace, 'utf8');
+      for (const m of notLoaded) expect(loaded.includes(m), `${args.join(' ')} loaded ${m}`).toBe(false);
+      // measured for the report, not asserted: wall time on a shared 2-core machine is not a test
+      console.log(`production install: school-export ${args.join(' ')} took ${ms.toFixed(0)} ms`);
+    }
+  });
+
+  it('runs the embedded sandbox export, then status and warehouse load into DuckDB', () => {
+    const dest = join(work, 'exports');
+    const run = ok(cli(['run', '--dest', dest, '--progress', 'none', '--json']), 'run');
+    const summary = JSON.parse(run.stdout.trim().split('\n').pop()!);
+    expect(summary.status).toBe('ok');
+    expect(readdirSync(join(dest, '_manifests')).some((f) => f.endsWith('.json'))).toBe(true);
+
+    const status = ok(cli(['status', '--dest', dest, '--json']), 'status');
+    const runs = status.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.type === 'run');
+    expect(runs).toEqual([expect.objectContaining({ run_id: summary.runId, status: 'ok' })]);
+
+    const db = join(work, 'school.duckdb');
+    const load = ok(cli(['warehouse', 'load', '--dest', dest, '--into', `duckdb:${db}`]), 'warehouse load');
+    expect(load.stdout + load.stderr).toMatch(/achievements/);
+    expect(existsSync(db)).toBe(true);
+  });
+});
