@@ -11,7 +11,7 @@ export type Mode = 'full' | 'quick' | 'tiny';
 
 export const SCALES: Record<Mode, Scale> = {
   full: {
-    throughput: { schools: 4, rows: 50_000, repeat: 2 },
+    throughput: { schools: 4, rows: 50_000, repeat: 3 },
     memory: [100_000, 1_000_000],
     latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
@@ -39,6 +39,8 @@ export interface BenchOptions {
   readme?: string;
   nodeArgs?: string[];
   log?: (s: string) => void;
+  /** run only these sections (throughput, memory, latency, incremental); default all */
+  only?: string[];
 }
 
 export async function runBench(o: BenchOptions): Promise<{ results: Results; table: string }> {
@@ -55,10 +57,11 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
     scale,
   };
   try {
-    results.throughput = await throughput(opts);
-    results.memory = await memory(opts);
-    results.latency = await latency(opts);
-    results.incremental = await incremental(opts);
+    const want = (s: string) => !o.only || o.only.includes(s);
+    if (want('throughput')) results.throughput = await throughput(opts);
+    if (want('memory')) results.memory = await memory(opts);
+    if (want('latency')) results.latency = await latency(opts);
+    if (want('incremental')) results.incremental = await incremental(opts);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -2,6 +2,7 @@
  * `npm run bench [-- --quick] [-- --profile]`: the benchmark of issue 6 (see bench/README.md).
  * --quick skips the 1,000,000-row memory case and repeats less; --tiny is the smoke test's scale;
  * --profile writes a V8 CPU profile of every measured export child to bench/profiles/.
+ * --only=throughput,memory,latency,incremental runs just those sections (the record is not updated).
  */
 import { resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';
@@ -17,6 +18,8 @@ if (argv.includes('--profile')) {
   mkdirSync(dir, { recursive: true });
   nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${dir}`);
 }
+const onlyArg = argv.find((a) => a.startsWith('--only='));
+const only = onlyArg?.slice('--only='.length).split(',');
 const started = Date.now();
 // Exports run the compiled dist/ with plain Node, as the installed command does: build it when stale.
 if (mode !== 'tiny' && process.env.BENCH_CODE !== 'src' && !distIsFresh()) {
@@ -26,9 +29,10 @@ if (mode !== 'tiny' && process.env.BENCH_CODE !== 'src' && !distIsFresh()) {
 const { table } = await runBench({
   mode,
   nodeArgs,
-  // Only a full-scale, unprofiled run updates the committed record.
-  out: mode === 'tiny' || nodeArgs.length ? undefined : resolve(ROOT, 'bench/results.json'),
-  readme: mode === 'tiny' || nodeArgs.length ? undefined : resolve(ROOT, 'bench/README.md'),
+  only,
+  // Only a complete, full-scale, unprofiled run updates the committed record.
+  out: mode === 'tiny' || nodeArgs.length || only ? undefined : resolve(ROOT, 'bench/results.json'),
+  readme: mode === 'tiny' || nodeArgs.length || only ? undefined : resolve(ROOT, 'bench/README.md'),
   log: (s) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${s}\n`),
 });
 process.stdout.write(table + '\n');

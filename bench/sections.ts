@@ -8,6 +8,7 @@ import { startSandboxProc, runChild, type SandboxProc } from './procs.ts';
 import type { ChildArgs, ChildResult } from './child-types.ts';
 import type { CeilingResult } from './ceiling-child.ts';
 import type { StageResult } from './stages.ts';
+import type { PoolStageResult } from './pool-stage.ts';
 import { startS3rver } from '../test/helpers/s3rver.ts';
 
 export interface Scale {
@@ -58,13 +59,36 @@ async function bestExport(o: Opts, args: ChildArgs, repeat: number, name: string
 
 const S3_ENV = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
 
+/** Runs of one measured command, and the median one (by wall time). */
+export interface Runs<T extends { ms: number }> {
+  median: T;
+  /** wall time of every run, ms, in the order run */
+  ms: number[];
+}
+
+export interface RawResult {
+  ms: number;
+  rows: number;
+  maxRssMB: number;
+}
+
+/** e2e keys: `<format>` with the worker pool (default size), `<format>_w0` with --workers 0. */
+export type E2EKey = `${Format}` | `${Format}_w0`;
+
 export interface ThroughputResult {
   ceiling: CeilingResult;
-  e2e: Record<Format | 'parquet_s3', ChildResult>;
+  e2e: Record<E2EKey, Runs<ChildResult>>;
+  parquet_s3: ChildResult;
+  /** the hand-written raw-dump script (bench/raw-dump.mjs) on the same recorded bytes */
+  raw: Runs<RawResult>;
   duckdb: { rows: number; ms: number; threads: number };
   stages: StageResult;
-  /** the same export split over two processes with --shard 0/2 and 1/2, run at once (two cores) */
-  sharded: Partial<Record<Format, { ms: number; rows: number; maxRssMB: number }>>;
+  pool: PoolStageResult;
+}
+
+function median<T extends { ms: number }>(runs: T[]): Runs<T> {
+  const sorted = [...runs].sort((a, b) => a.ms - b.ms);
+  return { median: sorted[Math.floor((sorted.length - 1) / 2)]!, ms: runs.map((r) => r.ms) };
 }
 
 /** Sections 1, 2, 3 and 7: all over one data set served from memory by the replay front. */
@@ -81,39 +105,39 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
     await sb.command({ cmd: 'dump', file: dump });
     o.log('throughput: ceiling and decode paths');
     const ceiling = await runChild<CeilingResult>('ceiling-child.ts', { dump, repeat: Math.max(3, repeat) });
-    o.log('throughput: stage costs (parse, flatten, format writers) in one process');
+    o.log('throughput: stage costs (parse, flatten, format writers; generated serialisers) in one process');
     const stages = await runChild<StageResult>('stages.ts', { dump, repeat: 2, maxPages: 50 });
+    o.log('throughput: page work through the encoding pool (0, 1, 2 workers), no HTTP or disk');
+    const pool = await runChild<PoolStageResult>('pool-stage.ts', { dump, repeat: 2, maxPages: 50, workers: [0, 1, 2] });
 
-    const e2e = {} as ThroughputResult['e2e'];
-    for (const f of FORMATS) {
-      o.log(`throughput: ${f} to local disk`);
-      e2e[f] = await bestExport(o, exportArgs(sb, '', f), repeat, f);
-    }
-    const sharded: ThroughputResult['sharded'] = {};
-    for (const f of ['ndjson', 'parquet'] as const) {
-      o.log(`throughput: ${f} to local disk as two shard processes at once`);
-      const dest = await freshDir(o.work, `shards-${f}`);
-      const rs = await Promise.all(
-        [0, 1].map((i) =>
-          runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, f, { config: { shard: `${i}/2` } }), { nodeArgs: o.nodeArgs }),
-        ),
+    // Side by side, interleaved: each round runs every variant once, so load on this shared
+    // machine drifts over all of them alike; medians of the rounds are reported.
+    const runs = new Map<E2EKey, ChildResult[]>();
+    const raws: RawResult[] = [];
+    for (let i = 0; i < repeat; i++) {
+      o.log(`throughput: round ${i + 1} of ${repeat}: raw-dump script, then each format with the pool and with --workers 0`);
+      const rawDest = await freshDir(o.work, 'raw');
+      raws.push(
+        await runChild<RawResult>('raw-dump.mjs', { apiUrl: sb.url, domains: sb.domains, token: sb.token, dest: rawDest, concurrency: 4 }),
       );
-      if (rs.some((r) => r.status !== 'ok')) throw new Error(`sharded ${f}: an export failed`);
-      // both start together; the pair is done when the slower one is
-      sharded[f] = {
-        ms: Math.max(...rs.map((r) => r.ms)),
-        rows: rs.reduce((n, r) => n + (r.rows.achievements ?? 0), 0),
-        maxRssMB: Math.max(...rs.map((r) => r.maxRssMB)),
-      };
-      await rm(dest, { recursive: true, force: true });
+      await rm(rawDest, { recursive: true, force: true });
+      for (const f of FORMATS) {
+        for (const w0 of [false, true]) {
+          const key: E2EKey = w0 ? `${f}_w0` : f;
+          const r = await bestExport(o, exportArgs(sb, '', f, w0 ? { config: { workers: 0 } } : {}), 1, key);
+          runs.set(key, [...(runs.get(key) ?? []), r]);
+        }
+      }
     }
+    const e2e = Object.fromEntries([...runs].map(([k, v]) => [k, median(v)])) as ThroughputResult['e2e'];
     o.log('throughput: parquet to S3 (s3rver)');
     const store = await startS3rver();
+    let parquet_s3: ChildResult;
     try {
-      e2e.parquet_s3 = await bestExport(
+      parquet_s3 = await bestExport(
         o,
         exportArgs(sb, `s3://${store.bucket}/bench`, 'parquet', { s3Endpoint: store.endpoint }),
-        repeat,
+        1,
         'parquet-s3',
       );
     } finally {
@@ -122,7 +146,7 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
     o.log('throughput: DuckDB NDJSON -> Parquet');
     const duckdb = await duckdbAnchor(warmDir, join(o.work, 'duck.parquet'), Math.max(3, repeat));
     await rm(warmDir, { recursive: true, force: true });
-    return { ceiling, e2e, duckdb, stages, sharded };
+    return { ceiling, e2e, parquet_s3, raw: median(raws), duckdb, stages, pool };
   } finally {
     await sb.close();
   }
@@ -191,6 +215,8 @@ export async function memory(o: Opts): Promise<MemoryResult> {
 
 export interface LatencyRun {
   concurrency: number;
+  /** set when the run pinned --connections-per-domain (the old default of 8, side by side) */
+  connections?: number;
   ms: number;
   requests: number;
   pages: number;
@@ -205,19 +231,30 @@ export async function latency(o: Opts): Promise<LatencyRun[]> {
   const { schools, rows, maxPerPage, ms, concurrency } = o.scale.latency;
   const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage }, true);
   // What must be fetched at the maximum per_page: the discovery list and each school's pages.
-  const perSchool = Math.ceil(rows / maxPerPage);
-  const minRequests = Math.ceil(schools / maxPerPage) + schools * perSchool;
+  // What a run must ask: the discovery list, the revoked and declined lists (reconciliation), and
+  // per school its permissions (probed before a full read) and its pages at the maximum per_page.
+  const perSchool = 1 + Math.ceil(rows / maxPerPage);
+  const fixed = Math.ceil(schools / maxPerPage) + 2;
+  const minRequests = fixed + schools * perSchool;
   const out: LatencyRun[] = [];
   try {
     await warm(o, sb, 'latency');
     await sb.command({ cmd: 'latency', ms });
-    for (const c of concurrency) {
-      o.log(`latency: ${schools} schools x ${rows}, ${ms} ms per page, concurrency ${c}`);
+    // each concurrency with the default connections, then the largest with the old fixed 8
+    const variants: { c: number; connections?: number }[] = [
+      ...concurrency.map((c) => ({ c })),
+      { c: Math.max(...concurrency), connections: 8 },
+    ];
+    for (const { c, connections } of variants) {
+      o.log(
+        `latency: ${schools} schools x ${rows}, ${ms} ms per page, concurrency ${c}${connections ? `, ${connections} connections` : ''}`,
+      );
       await sb.command({ cmd: 'reset' });
-      const r = await bestExport(o, exportArgs(sb, '', 'ndjson', { concurrency: c }), 1, `lat-${c}`);
-      const chainMs = (Math.ceil(schools / maxPerPage) + Math.ceil(schools / c) * perSchool) * ms;
+      const r = await bestExport(o, exportArgs(sb, '', 'ndjson', { concurrency: c, connectionsPerDomain: connections }), 1, `lat-${c}`);
+      const chainMs = (fixed + Math.ceil(schools / c) * perSchool) * ms;
       out.push({
         concurrency: c,
+        connections,
         ms: r.ms,
         requests: await requests(sb),
         pages: r.pages,

@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { compileFlattener } from '../src/flatten/index.ts';
-import { formatByName } from '../src/format/index.ts';
+import { formatByName, type FormatOptions } from '../src/format/index.ts';
+import { compileResource } from '../src/encode/page-encoder.ts';
 import { resourceByName } from '../src/resources/index.ts';
 import { readDump } from './replay-front.ts';
 import { bestOf } from './best-of.ts';
@@ -18,7 +19,12 @@ export interface StageResult {
   rows: number;
   parseMs: number;
   flattenMs: number;
+  /** reference path: flatten -> writer.write(rows) */
   formatMs: Record<'ndjson' | 'csv' | 'parquet', number>;
+  /** the same with --parquet-writer parquetjs-lite */
+  parquetLiteMs?: number;
+  /** generated serialisers + per-task memo -> writer.writeEncoded(chunk), one thread */
+  encodedMs?: Record<'ndjson' | 'csv' | 'parquet', number>;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as { dump: string; repeat?: number; maxPages?: number };
@@ -42,12 +48,14 @@ const flattened = await best(async () => {
   return n;
 });
 
-const formatMs = {} as StageResult['formatMs'];
-for (const name of ['ndjson', 'csv', 'parquet'] as const) {
+const discard = () => new Writable({ write: (_c, _e, cb) => cb() });
+
+/** The reference path: flatten, then each table's writer takes rows. */
+async function viaRows(name: 'ndjson' | 'csv' | 'parquet', opts: FormatOptions) {
   const format = formatByName(name);
-  const r = await best(async () => {
+  return best(async () => {
     const f = compileFlattener(spec);
-    const writers = new Map(f.tables.map((t) => [t.name, format.open(t, new Writable({ write: (_c, _e, cb) => cb() }), {})]));
+    const writers = new Map(f.tables.map((t) => [t.name, format.open(t, discard(), opts)]));
     let n = 0;
     for (const p of pages) {
       for (const [table, rows] of f.flattenBatch(parse(p), ctx)) {
@@ -58,7 +66,32 @@ for (const name of ['ndjson', 'csv', 'parquet'] as const) {
     for (const w of writers.values()) await w.finish();
     return n;
   });
-  formatMs[name] = r.ms;
 }
-const result: StageResult = { rows: parsed.rows, parseMs: parsed.ms, flattenMs: flattened.ms, formatMs };
+
+/** The fast path: generated serialisers and the per-task memo, then writers take encoded rows. */
+async function viaEncoder(name: 'ndjson' | 'csv' | 'parquet') {
+  const format = formatByName(name);
+  const compiled = compileResource(spec, name, {});
+  return best(async () => {
+    const enc = compiled.forTask(ctx);
+    const writers = new Map(enc.flattener.tables.map((t) => [t.name, format.open(t, discard(), {})]));
+    let n = 0;
+    for (const p of pages) {
+      const page = enc.encode(parse(p));
+      for (const { table, chunk } of page.tables) await writers.get(table)!.writeEncoded!(chunk);
+      n += page.records;
+    }
+    for (const w of writers.values()) await w.finish();
+    return n;
+  });
+}
+
+const formatMs = {} as StageResult['formatMs'];
+const encodedMs = {} as NonNullable<StageResult['encodedMs']>;
+for (const name of ['ndjson', 'csv', 'parquet'] as const) {
+  formatMs[name] = (await viaRows(name, {})).ms;
+  encodedMs[name] = (await viaEncoder(name)).ms;
+}
+const parquetLiteMs = (await viaRows('parquet', { parquetWriter: 'parquetjs-lite' })).ms;
+const result: StageResult = { rows: parsed.rows, parseMs: parsed.ms, flattenMs: flattened.ms, formatMs, parquetLiteMs, encodedMs };
 process.stdout.write(JSON.stringify(result) + '\n');

@@ -1,7 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { DEFAULTS, resolveRunConfig } from '../config/resolve.ts';
 import type { LogLevel, PipelineConfig, PipelineKey, ProgressMode } from '../config/schema.ts';
-import { DEFAULT_ROW_GROUP_ROWS, FORMATS } from '../format/index.ts';
+import { DEFAULT_ROW_GROUP_ROWS, FORMAT_NAMES, PARQUET_WRITERS, type ParquetWriterName } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
 import { parsePersonalColumns } from '../privacy/config.ts';
@@ -24,6 +24,8 @@ interface RunArgs extends ApiArgs {
   gzip?: boolean;
   'csv-formula-guard'?: boolean;
   'row-group-rows'?: number;
+  'parquet-writer'?: ParquetWriterName;
+  workers?: number;
   'max-file-rows'?: number;
   'max-file-bytes'?: number;
   resources?: string;
@@ -77,6 +79,8 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     gzip: a.gzip,
     csv_formula_guard: a['csv-formula-guard'],
     row_group_rows: a['row-group-rows'],
+    parquet_writer: a['parquet-writer'],
+    workers: a.workers,
     max_file_rows: a['max-file-rows'],
     max_file_bytes: a['max-file-bytes'],
     resources: list(a.resources),
@@ -139,13 +143,18 @@ export const runCommand: CommandModule<object, RunArgs> = {
         type: 'string',
         describe: h('s3_sse_kms_key_id', 'with --s3-sse aws:kms: the KMS key id, ARN or alias', 'the bucket key'),
       })
-      .option('format', { choices: FORMATS.map((f) => f.name), describe: h('format', 'output format', DEFAULTS.format) })
+      .option('format', { choices: FORMAT_NAMES, describe: h('format', 'output format', DEFAULTS.format) })
       .option('gzip', { type: 'boolean', describe: h('gzip', 'gzip NDJSON files', 'off') })
       .option('csv-formula-guard', {
         type: 'boolean',
         describe: h('csv_formula_guard', "prefix ' to CSV text starting with = + - @ (spreadsheet formula injection)", 'off'),
       })
       .option('row-group-rows', integerOption(h('row_group_rows', 'Parquet rows per row group', DEFAULT_ROW_GROUP_ROWS)))
+      .option('parquet-writer', { choices: PARQUET_WRITERS, describe: h('parquet_writer', 'Parquet encoder', 'builtin') })
+      .option(
+        'workers',
+        integerOption(h('workers', "worker threads for each page's gunzip, parse and encoding; 0 = main thread only", 'one per CPU')),
+      )
       .option('max-file-rows', integerOption(h('max_file_rows', 'roll over to a new file after this many rows', DEFAULTS.maxFileRows)))
       .option('max-file-bytes', integerOption(h('max_file_bytes', 'roll over to a new file after this many bytes', DEFAULTS.maxFileBytes)))
       .option('resources', { type: 'string', requiresArg: true, describe: h('resources', 'comma-separated tables to export', 'all') })
@@ -154,7 +163,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .option('concurrency', integerOption(h('concurrency', 'tasks (school × resource) in flight', DEFAULTS.concurrency)))
       .option(
         'connections-per-domain',
-        integerOption(h('connections_per_domain', 'HTTP connections per API domain', DEFAULTS.connectionsPerDomain)),
+        integerOption(h('connections_per_domain', 'HTTP connections per API domain', '2 × concurrency, at least 8')),
       )
       .option('per-page', integerOption(h('per_page', 'rows per page requested (the server may clamp)', DEFAULTS.perPage)))
       .option('lookback-seconds', integerOption(h('lookback_seconds', 'overlap subtracted from watermarks', DEFAULTS.lookbackSeconds)))

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { ParquetWriterName } from '../format/index.ts';
 import { ConfigError } from '../errors.ts';
 import { RESOURCES, tableSchemas } from '../resources/index.ts';
 import { mergePersonalData, resolvePersonalData, type PersonalDataSettings } from '../privacy/config.ts';
@@ -31,7 +32,9 @@ export interface RunConfig {
   dest: string;
   s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean; sse?: { type: 'AES256' | 'aws:kms'; kmsKeyId?: string } };
   format: NonNullable<PipelineConfig['format']>;
-  formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number };
+  formatOptions: { gzip: boolean; csvFormulaGuard: boolean; rowGroupRows?: number; parquetWriter?: ParquetWriterName };
+  /** Worker threads for the CPU work of pages (undefined: sized from the machine; 0: all on the main thread). */
+  workers?: number;
   maxFileRows: number;
   maxFileBytes: number;
   schools?: string[];
@@ -153,7 +156,13 @@ export function resolveRunConfig(
     dest: c.dest ?? DEFAULTS.dest,
     s3: { endpoint: c.s3_endpoint, region: c.s3_region, checksumWhenRequired: c.s3_checksum_when_required, sse: s3Encryption(c) },
     format: c.format ?? DEFAULTS.format,
-    formatOptions: { gzip: c.gzip ?? false, csvFormulaGuard: c.csv_formula_guard ?? false, rowGroupRows: c.row_group_rows },
+    formatOptions: {
+      gzip: c.gzip ?? false,
+      csvFormulaGuard: c.csv_formula_guard ?? false,
+      rowGroupRows: c.row_group_rows,
+      parquetWriter: c.parquet_writer,
+    },
+    workers: c.workers,
     maxFileRows: c.max_file_rows ?? DEFAULTS.maxFileRows,
     maxFileBytes: c.max_file_bytes ?? DEFAULTS.maxFileBytes,
     schools: c.schools,
@@ -161,7 +170,9 @@ export function resolveRunConfig(
     customResources: c.custom_resources ?? [],
     fullRefresh: c.full_refresh ?? false,
     concurrency: c.concurrency ?? DEFAULTS.concurrency,
-    connectionsPerDomain: c.connections_per_domain ?? DEFAULTS.connectionsPerDomain,
+    // Each task holds one page in hand and fetches the next ahead: fewer connections than that
+    // would queue requests behind each other, and --concurrency would not mean what it says.
+    connectionsPerDomain: c.connections_per_domain ?? Math.max(DEFAULTS.connectionsPerDomain, 2 * (c.concurrency ?? DEFAULTS.concurrency)),
     perPage: c.per_page ?? DEFAULTS.perPage,
     lookbackSeconds: c.lookback_seconds ?? DEFAULTS.lookbackSeconds,
     snapshotEveryHours: c.snapshot_every_hours ?? DEFAULTS.snapshotEveryHours,

@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigError } from '../errors.ts';
-import type { Format } from '../format/types.ts';
+import type { FormatName, ParquetWriterName } from '../format/index.ts';
 import type { PersonalDataConfig } from '../privacy/config.ts';
 
 /**
@@ -45,10 +45,12 @@ export interface PipelineConfig {
   s3_sse?: 'AES256' | 'aws:kms';
   /** With s3_sse aws:kms: the KMS key (id, ARN or alias/name); default the bucket's AWS-managed key. */
   s3_sse_kms_key_id?: string;
-  format?: Format['name'];
+  format?: FormatName;
   gzip?: boolean;
   csv_formula_guard?: boolean;
   row_group_rows?: number;
+  parquet_writer?: ParquetWriterName;
+  workers?: number;
   max_file_rows?: number;
   max_file_bytes?: number;
   schools?: string[];

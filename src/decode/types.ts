@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { ApiError } from '../errors.ts';
 
 /** What a list page carries besides its rows. */
@@ -14,7 +15,15 @@ export interface DecodedBatch {
   /** Decoded (decompressed) body bytes of the page; 0 except on the last batch. */
   bytes: number;
   meta?: PageMeta;
+  /**
+   * Set by a decoder that hands the page's CPU work to src/encode (worker threads): the rows are
+   * encoded there and not materialised here (`rows` is empty); the pipeline awaits this instead.
+   */
+  encoded?: unknown;
 }
+
+/** Turns one response body into batches; decodePage is the default, src/encode supplies another. */
+export type PageDecoder = (body: Readable, opts: DecodeOptions) => AsyncGenerator<DecodedBatch>;
 
 export interface DecodeOptions {
   /** The body is gzip-compressed (Content-Encoding: gzip). */

@@ -1,4 +1,4 @@
-import { civilMs, digits } from './civil.ts';
+import { civilMs, digits } from '../time/civil.ts';
 import { localToUtc } from './zones.ts';
 
 /**
@@ -92,6 +92,41 @@ export function convertDatetime(v: unknown): DatetimeValue {
     return { instant: null, timezone: typeof o.timezone === 'string' ? o.timezone : null, raw: v };
   }
   return { instant: null, timezone: null, raw: v };
+}
+
+/**
+ * The API's one datetime layout, read without allocating: fills `apiDatetime` and returns true for
+ * {date: 'YYYY-MM-DD HH:MM:SS.ffffff', timezone} in a known zone (exactly the values
+ * convertDatetime converts on its fast branch, with the same result); false for anything else,
+ * which callers then hand to convertDatetime. Generated serialisers call this per value.
+ */
+export const apiDatetime = { utcMs: 0, fraction: '', zone: '' };
+
+export function readApiDatetime(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  const o = v as { date?: unknown; timezone?: unknown };
+  const date = o.date;
+  if (typeof date !== 'string' || date.length !== 26 || date.charCodeAt(10) !== 32 || date.charCodeAt(19) !== 46) return false;
+  const zone = typeof o.timezone === 'string' && o.timezone !== '' ? o.timezone : 'UTC';
+  const local = civilMs(date);
+  if (local !== local) return false;
+  const utc = localToUtc(local, zone);
+  const fraction = date.slice(20);
+  if (utc === undefined || Number.isNaN(digits(fraction, 0, 6))) return false;
+  apiDatetime.utcMs = utc;
+  apiDatetime.fraction = fraction;
+  apiDatetime.zone = zone;
+  return true;
+}
+
+/** The instant read by readApiDatetime as our ISO text ('YYYY-MM-DDTHH:MM:SS.ffffffZ'). */
+export function apiDatetimeIso(): string {
+  return toIso(apiDatetime.utcMs, apiDatetime.fraction);
+}
+
+/** The instant read by readApiDatetime in microseconds since the epoch (no text round trip). */
+export function apiDatetimeMicros(): number {
+  return apiDatetime.utcMs * 1000 + digits(apiDatetime.fraction, 0, 6);
 }
 
 /** True for the API's datetime object shape (used to recognise undeclared datetimes). */

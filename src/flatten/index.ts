@@ -29,6 +29,11 @@ export interface FlattenContext {
 export interface Flattener {
   tables: TableSchema[];
   flattenBatch(records: readonly unknown[], ctx: FlattenContext): Map<string, Row[]>;
+  /**
+   * The row of one included item (child `index` of the spec) under parent id `parentId`: exactly
+   * what flattenBatch makes of it, drift recorded. For the generated serialisers' per-task memo.
+   */
+  childRow(index: number, item: unknown, parentId: string | null, ctx: FlattenContext): Row;
   drift(): Map<string, Set<string>>;
 }
 
@@ -45,8 +50,13 @@ function asRecord(r: unknown, table: string): Record<string, unknown> {
   return r as Record<string, unknown>;
 }
 
+/** The parent id children rows carry: the record's id as text, or null. */
+export function parentIdOf(rec: Record<string, unknown>): string | null {
+  return typeof rec.id === 'string' || typeof rec.id === 'number' ? String(rec.id) : null;
+}
+
 /** Items of an include as found in a record: `{ data: [...] }` (also a bare array, defensively). */
-function includeItems(v: unknown): unknown[] {
+export function includeItems(v: unknown): unknown[] {
   if (Array.isArray(v)) return v;
   if (v && typeof v === 'object' && Array.isArray((v as { data?: unknown }).data)) return (v as { data: unknown[] }).data;
   if (v && typeof v === 'object' && (v as { data?: unknown }).data && typeof (v as { data?: unknown }).data === 'object') {
@@ -70,9 +80,34 @@ export function compileFlattener(spec: ResourceSpec): Flattener {
   const parentDrift = drift.get(spec.name)!;
   const prepare = spec.prepare;
 
+  const childDrift = children.map((c) => drift.get(c.spec.table)!);
+  const fillChild = (i: number, item: unknown, parentId: string | null, template: Row): Row => {
+    const c = children[i]!;
+    const crow: Row = { ...template };
+    crow[c.spec.parentKey] = parentId;
+    if (typeof item === 'object' && item !== null && !Array.isArray(item)) {
+      c.shape.fill(item as Record<string, unknown>, crow, childDrift[i]!);
+    } else {
+      crow.id = typeof item === 'string' || typeof item === 'number' ? String(item) : null; // include of bare ids
+    }
+    return crow;
+  };
+  // one set of child templates per context (a task's): a memo miss must not rebuild them
+  let lastCtx: FlattenContext | undefined;
+  let lastTemplates: Row[] = [];
+  const templatesFor = (ctx: FlattenContext): Row[] => {
+    if (ctx !== lastCtx) {
+      const m = meta(ctx);
+      lastTemplates = children.map((c) => ({ ...c.shape.template, ...m }));
+      lastCtx = ctx;
+    }
+    return lastTemplates;
+  };
+
   return {
     tables,
     drift: () => drift,
+    childRow: (index, item, parentId, ctx) => fillChild(index, item, parentId, templatesFor(ctx)[index]!),
     flattenBatch(records, ctx) {
       const m = meta(ctx);
       // One template per batch with the metadata filled in: per record only a shallow copy.
@@ -91,18 +126,8 @@ export function compileFlattener(spec: ResourceSpec): Flattener {
           const items = includeItems(rec[c.spec.include]);
           if (items.length === 0) continue;
           const rows = out.get(c.spec.table)!;
-          const cDrift = drift.get(c.spec.table)!;
-          const parentId = typeof rec.id === 'string' || typeof rec.id === 'number' ? String(rec.id) : null;
-          for (const item of items) {
-            const crow: Row = { ...childTemplates[i] };
-            crow[c.spec.parentKey] = parentId;
-            if (typeof item === 'object' && item !== null && !Array.isArray(item)) {
-              c.shape.fill(item as Record<string, unknown>, crow, cDrift);
-            } else {
-              crow.id = typeof item === 'string' || typeof item === 'number' ? String(item) : null; // include of bare ids
-            }
-            rows.push(crow);
-          }
+          const parentId = parentIdOf(rec);
+          for (const item of items) rows.push(fillChild(i, item, parentId, childTemplates[i]!));
         }
       }
       return out;

@@ -1,9 +1,11 @@
 import type { Writable } from 'node:stream';
 import type { ColumnDef, Row, Scalar, TableSchema } from '../table.ts';
 import { EXTRA_COLUMN } from '../table.ts';
-import { declaredColumns, endStream, extraJson, writeChunk } from './io.ts';
+import { declaredColumns, extraJson } from './extra.ts';
+import { endStream, writeChunk } from './write-stream.ts';
 import { TextBytes } from './text-bytes.ts';
-import type { Format, FormatWriter } from './types.ts';
+import type { Format, FormatOptions, FormatWriter } from './types.ts';
+import type { EncodedChunk } from './chunk.ts';
 
 /**
  * RFC 4180 CSV: CRLF line ends, a header row of the schema's columns (with `_extra` last), fields
@@ -23,7 +25,8 @@ export function csvText(s: string, guard: boolean): string {
   return NEEDS_QUOTES.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
 }
 
-function cell(v: Scalar | undefined, col: ColumnDef | null, guard: boolean): string {
+/** One CSV field of a column value (exported for the generated serialisers in src/encode/). */
+export function csvCell(v: Scalar | undefined, col: ColumnDef | null, guard: boolean): string {
   if (v === null || v === undefined) return '';
   if (typeof v === 'string') return csvText(v, guard && (col === null || col.type === 'string' || col.type === 'json'));
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '';
@@ -38,7 +41,7 @@ export function csvEncoder(schema: TableSchema, guard: boolean): { header: strin
     header,
     line(row) {
       let s = '';
-      for (let i = 0; i < columns.length; i++) s += cell(row[columns[i].name], columns[i], guard) + ',';
+      for (let i = 0; i < columns.length; i++) s += csvCell(row[columns[i].name], columns[i], guard) + ',';
       const extra = extraJson(row, isDeclared);
       return s + (extra === null ? '' : csvText(extra, guard)) + '\r\n';
     },
@@ -76,14 +79,27 @@ class CsvWriter implements FormatWriter {
     await writeChunk(this.out, buf);
   }
 
+  async writeEncoded(chunk: EncodedChunk): Promise<void> {
+    if (chunk.kind !== 'text') throw new Error('csv: expected text rows');
+    if (chunk.rows === 0) return this.write([]);
+    let buf = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
+    if (!this.headerDone) {
+      buf = Buffer.concat([Buffer.from(this.enc.header), buf]);
+      this.headerDone = true;
+    }
+    this.rowsWritten += chunk.rows;
+    this.bytesWritten += buf.length;
+    await writeChunk(this.out, buf);
+  }
+
   async finish(): Promise<void> {
     if (!this.headerDone) await this.write([]); // an empty table still has its header
     await endStream(this.out);
   }
 }
 
-export const csv: Format = {
+export const csv = {
   name: 'csv',
   extension: () => 'csv',
-  open: (schema, out, opts) => new CsvWriter(schema, out, opts.csvFormulaGuard === true),
-};
+  open: (schema: TableSchema, out: Writable, opts: FormatOptions) => new CsvWriter(schema, out, opts.csvFormulaGuard === true),
+} as const satisfies Format;

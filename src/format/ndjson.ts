@@ -2,9 +2,11 @@ import { createGzip } from 'node:zlib';
 import { pipeline } from 'node:stream/promises';
 import type { Writable } from 'node:stream';
 import type { Row, TableSchema } from '../table.ts';
-import { declaredColumns, endStream, writeChunk } from './io.ts';
+import { declaredColumns } from './extra.ts';
+import { endStream, writeChunk } from './write-stream.ts';
 import { TextBytes } from './text-bytes.ts';
 import type { Format, FormatOptions, FormatWriter } from './types.ts';
+import type { EncodedChunk } from './chunk.ts';
 
 /**
  * One JSON object per line: declared columns in schema order (nulls written), then undeclared
@@ -80,6 +82,15 @@ class NdjsonWriter implements FormatWriter {
     await writeChunk(this.target, buf);
   }
 
+  async writeEncoded(chunk: EncodedChunk): Promise<void> {
+    if (chunk.kind !== 'text') throw new Error('ndjson: expected text rows');
+    if (chunk.rows === 0) return;
+    const buf = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
+    if (this.target === this.out) this.bytesWritten += buf.length;
+    this.rowsWritten += chunk.rows;
+    await writeChunk(this.target, buf);
+  }
+
   async finish(): Promise<void> {
     if (this.target === this.out) await endStream(this.out);
     else {
@@ -89,8 +100,8 @@ class NdjsonWriter implements FormatWriter {
   }
 }
 
-export const ndjson: Format = {
+export const ndjson = {
   name: 'ndjson',
   extension: (opts: FormatOptions) => (opts.gzip ? 'ndjson.gz' : 'ndjson'),
-  open: (schema, out, opts) => new NdjsonWriter(schema, out, opts.gzip === true),
-};
+  open: (schema: TableSchema, out: Writable, opts: FormatOptions) => new NdjsonWriter(schema, out, opts.gzip === true),
+} as const satisfies Format;

@@ -1,9 +1,16 @@
 import type { Writable } from 'node:stream';
 import type { Row, TableSchema } from '../table.ts';
+import type { EncodedChunk } from './chunk.ts';
 
 export interface FormatWriter {
   /** Encode and write a batch; resolves once `out` accepted it (backpressure respected). */
   write(rows: Row[]): Promise<void>;
+  /**
+   * Write rows already encoded for this format (generated serialisers, worker threads): the same
+   * bytes write() would produce for the same rows. Absent when the writer cannot take them
+   * (parquetjs-lite); callers then use write().
+   */
+  writeEncoded?(chunk: EncodedChunk): Promise<void>;
   /** Flush buffered data and end `out`; resolves when `out` has finished. */
   finish(): Promise<void>;
   readonly rowsWritten: number;
@@ -16,12 +23,21 @@ export interface FormatOptions {
   gzip?: boolean;
   /** CSV only: prefix ' to text cells starting with = + - @ TAB CR (spreadsheet formula injection). Default off. */
   csvFormulaGuard?: boolean;
-  /** Parquet only: rows per row group (bounds writer memory). Default 10,000. */
+  /** Parquet only: rows per row group. Default 10,000. */
   rowGroupRows?: number;
+  /** Parquet only (built-in writer): bytes buffered per row group, whichever limit comes first. Default 2 MiB. */
+  rowGroupBytes?: number;
+  /** Parquet only: the encoder, 'builtin' (default) or 'parquetjs-lite'. */
+  parquetWriter?: 'builtin' | 'parquetjs-lite';
 }
 
+/**
+ * One output format. Each format file exports one of these with a literal `name`
+ * (`satisfies Format`), and index.ts lists it in FORMATS: the names used by config validation,
+ * the CLI's choices and the types all derive from that list.
+ */
 export interface Format {
-  name: 'ndjson' | 'csv' | 'parquet';
+  readonly name: string;
   extension(opts: FormatOptions): string;
   open(schema: TableSchema, out: Writable, opts: FormatOptions): FormatWriter;
 }

@@ -1,3 +1,4 @@
+import { createEncoding, defaultWorkers, type Encoding } from '../encode/pool.ts';
 import pLimit from 'p-limit';
 import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
@@ -38,6 +39,8 @@ interface RunIo {
   client: ApiClient;
   sink: Sink;
   reporter: Reporter;
+  /** Where pages' CPU work runs (worker threads, or this thread with --workers 0). */
+  encoding: Encoding;
 }
 
 /** One run's identity and bookkeeping, shared by its tasks. */
@@ -72,6 +75,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   const runId = newRunId(startedAt, cfg.shard);
   let client: ApiClient | undefined;
   let sink: Sink | undefined;
+  const encoding = createEncoding({ workers: cfg.workers ?? defaultWorkers() });
   let lease: Lease | undefined;
   try {
     sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId });
@@ -96,9 +100,10 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter }, { ...deps, runId, startedAt }, requests);
+    return await execute(cfg, { client, sink, reporter, encoding }, { ...deps, runId, startedAt }, requests);
   } finally {
     reporter.close();
+    await encoding.close();
     await client?.close();
     await lease?.release().catch(() => undefined);
     await sink?.close();
@@ -230,6 +235,7 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
   return {
     client: io.client,
     sink: io.sink,
+    encoding: io.encoding,
     format: formatByName(cfg.format),
     formatOptions: cfg.formatOptions,
     runId: run.runId,

@@ -1,4 +1,5 @@
 import type { Format, FormatOptions, FormatWriter } from '../format/types.ts';
+import { sliceChunk, type EncodedChunk } from '../format/chunk.ts';
 import type { Sink, SinkFile } from '../sink/types.ts';
 import type { ManifestFile } from '../manifest/types.ts';
 import type { Row, TableSchema } from '../table.ts';
@@ -44,6 +45,23 @@ export class TableFiles {
       await cur.writer.write(slice);
       offset += slice.length;
       this.rows += slice.length;
+      if (cur.writer.rowsWritten >= this.o.limits.maxRows || cur.writer.bytesWritten >= this.o.limits.maxBytes) await this.roll();
+    }
+  }
+
+  /**
+   * Rows already encoded for the format (src/encode): the same files, cut at the same rows, as
+   * write() of the same rows would make.
+   */
+  async writeEncoded(chunk: EncodedChunk): Promise<void> {
+    let offset = 0;
+    while (offset < chunk.rows) {
+      const cur = this.current ?? (await this.open());
+      const room = this.o.limits.maxRows - cur.writer.rowsWritten;
+      const slice = sliceChunk(chunk, offset, offset + room);
+      await cur.writer.writeEncoded!(slice);
+      offset += slice.rows;
+      this.rows += slice.rows;
       if (cur.writer.rowsWritten >= this.o.limits.maxRows || cur.writer.bytesWritten >= this.o.limits.maxBytes) await this.roll();
     }
   }

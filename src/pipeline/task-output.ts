@@ -5,6 +5,7 @@ import { resourceByName, tableSchemas } from '../resources/index.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import type { Sink } from '../sink/types.ts';
 import type { Row, TableSchema } from '../table.ts';
+import type { PageResult } from '../encode/page-work.ts';
 import { TableFiles } from './table-files.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
 
@@ -87,6 +88,24 @@ export class TaskOutput {
     this.records += records.length;
   }
 
+  /**
+   * A page already encoded by src/encode (worker threads or the main thread): its rows go to the
+   * same files as writeRecords' would, with the same bytes; its key values and drift are merged.
+   */
+  async writeEncoded(page: PageResult): Promise<void> {
+    for (const { table, chunk } of page.tables) await this.filesFor(table).writeEncoded(chunk);
+    if (this.keys && page.keys) for (const k of page.keys) this.keys.add(k);
+    for (const [table, names] of page.drift ?? []) {
+      let set = this.encodedDrift.get(table);
+      if (!set) this.encodedDrift.set(table, (set = new Set()));
+      for (const n of names) set.add(n);
+    }
+    this.records += page.records;
+  }
+
+  /** Drift of pages encoded elsewhere (their flattener is not this one). */
+  private readonly encodedDrift = new Map<string, Set<string>>();
+
   /** Rows of one table (also derived ones, such as snapshot-detected deletions). */
   async writeRows(table: string, rows: Row[]): Promise<void> {
     if (rows.length === 0) return;
@@ -112,7 +131,15 @@ export class TaskOutput {
   /** Undeclared fields seen so far, per table. */
   drift(): Record<string, string[]> {
     const out: Record<string, string[]> = {};
-    for (const [t, fields] of this.flattener.drift()) if (fields.size) out[t] = [...fields].sort();
+    const all = new Map<string, Set<string>>();
+    for (const m of [this.flattener.drift(), this.encodedDrift]) {
+      for (const [t, fields] of m) {
+        const set = all.get(t) ?? new Set<string>();
+        for (const f of fields) set.add(f);
+        all.set(t, set);
+      }
+    }
+    for (const [t, fields] of all) if (fields.size) out[t] = [...fields].sort();
     return out;
   }
 

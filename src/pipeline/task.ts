@@ -1,7 +1,13 @@
+import type { PageDecoder } from '../decode/index.ts';
+import { canEncode } from '../encode/page-encoder.ts';
+import type { PageResult } from '../encode/page-work.ts';
+import type { Encoding, TaskEncoding } from '../encode/pool.ts';
+import { encodingDecoder } from '../encode/task-decoder.ts';
 import type { Format, FormatOptions } from '../format/types.ts';
 import { checkpointResource, nextWatermark, promoteResource, updatedAfterParam } from '../manifest/state.ts';
 import type { Manifest, ManifestTask, ResourceState } from '../manifest/types.ts';
 import type { ResourceSpec } from '../resources/types.ts';
+import { tableSchemas } from '../resources/schema.ts';
 import type { ApiClient } from '../source/client.ts';
 import { rowKeyOf } from '../source/row-key.ts';
 import type { Sink } from '../sink/types.ts';
@@ -58,6 +64,10 @@ export type TaskEvent =
 export interface TaskEnv {
   client: ApiClient;
   sink: Sink;
+  /** Pages' CPU work (gunzip, parse, encode) off this thread; absent: rows flattened here. */
+  encoding?: Encoding;
+  /** Set by runTask when the task's pages take src/encode: the paginator's decoder. */
+  decode?: PageDecoder;
   format: Format;
   formatOptions: FormatOptions;
   runId: string;
@@ -105,16 +115,39 @@ export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskResult>
   const collectKeys = plan.mode === 'full' && snapshotComparable(plan.spec);
   const out = new TaskOutput({ ...env, spec: plan.spec, school: plan.school, collectKeys });
   const progress = startProgress(plan, env);
+  const encoding = openEncoding(plan, env, out, collectKeys);
   try {
     const localStart = new Date();
-    const serverStart = await readAll(plan, env, out, progress);
+    const serverStart = await readAll(plan, { ...env, decode: encoding && encodingDecoder(encoding) }, out, progress);
     progress.startedAt ??= serverStart ?? localStart;
     await commitFinal(plan, env, out, progress);
     return { rows: progress.rows, files: progress.files, pieces: progress.seq, resumed: progress.resumed };
   } catch (e) {
     await out.abort();
     throw e;
+  } finally {
+    await encoding?.close().catch(() => undefined);
   }
+}
+
+/**
+ * The task's page encoding (src/encode), when its pages can take that path: generated
+ * serialisers, in worker threads unless --workers 0. Otherwise pages are flattened here.
+ * A personal-data policy other than keep-all must keep the reference path (flatten -> policy -> writer).
+ */
+function openEncoding(plan: TaskPlan, env: TaskEnv, out: TaskOutput, collectKeys: boolean): TaskEncoding | undefined {
+  const format = env.format.name;
+  if (!env.encoding || !plan.spec.paginated || plan.spec.shape !== 'list' || !canEncode(plan.spec, format, env.formatOptions))
+    return undefined;
+  // the generated serialisers write values as they are: only when the policy keeps every column
+  if (env.personalData && tableSchemas(plan.spec).some((t) => env.personalData!.transformFor(t) !== undefined)) return undefined;
+  return env.encoding.openTask({
+    spec: plan.spec,
+    format,
+    formatOptions: env.formatOptions,
+    ctx: out.metaContext,
+    ...(collectKeys ? { keyField: plan.spec.key[0]! } : {}),
+  });
 }
 
 /** Full reads of school lists keyed by one id, in tables the service keeps no deletion records for. */
@@ -269,8 +302,17 @@ async function walkAll(
         include: plan.spec.children?.map((c) => c.include),
         ctx: req.ctx,
         ...(w.next ? { from: w.next } : {}),
+        // windows drop duplicate ids from rows here, so their pages stay rows
+        ...(env.decode && !dedupe ? { decode: env.decode } : {}),
       }),
-    write: async (records) => {
+    write: async (records, encoded) => {
+      if (encoded !== undefined) {
+        // encoded by src/encode; its decoder set `encoded` to the page's PageResult
+        const page = await (encoded as Promise<PageResult>);
+        await out.writeEncoded(page);
+        progress.rows += page.records;
+        return;
+      }
       await out.writeRecords(records);
       progress.rows += records.length;
     },

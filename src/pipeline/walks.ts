@@ -24,8 +24,11 @@ export class CursorRefused extends Error {
 export interface WalkRunner {
   /** Pages of one walk (from its saved next page when it has one). */
   pages(walk: Walk): AsyncGenerator<PageBatch>;
-  /** Hands a page's records to the task's files (called one at a time, in arrival order). */
-  write(records: readonly unknown[]): Promise<void>;
+  /**
+   * Hands a page's records to the task's files (called one at a time, in arrival order); a page
+   * encoded by src/encode comes as `encoded` (PageBatch.encoded) with no records.
+   */
+  write(records: readonly unknown[], encoded?: unknown): Promise<void>;
   /** After each page: counts and progress. */
   pageDone(batch: PageBatch): void;
   /** Commits what the walks have written and saves where each stands. */
@@ -44,8 +47,8 @@ export interface WalkRunner {
 export async function runWalks(walks: Walk[], r: WalkRunner): Promise<Date | undefined> {
   let serverStart: Date | undefined;
   let queue: Promise<void> = Promise.resolve();
-  const write = (records: readonly unknown[]): Promise<void> => {
-    const p = queue.then(() => r.write(records));
+  const write = (records: readonly unknown[], encoded?: unknown): Promise<void> => {
+    const p = queue.then(() => r.write(records, encoded));
     queue = p.catch(() => undefined);
     return p;
   };
@@ -64,7 +67,7 @@ export async function runWalks(walks: Walk[], r: WalkRunner): Promise<Date | und
         r.signal?.throwIfAborted();
         if (failed) return;
         serverStart ??= batch.serverDate;
-        await write(r.dedupe ? r.dedupe.admit(batch.rows) : batch.rows);
+        await write(r.dedupe ? r.dedupe.admit(batch.rows) : batch.rows, batch.encoded);
         if (!batch.last) continue;
         walk.next = batch.next;
         walk.done = batch.next === undefined;

@@ -1,5 +1,5 @@
 import { ApiError, ConfigError, ExportError, type ErrorContext } from '../errors.ts';
-import { decodePage, gunzipBuffer, parseJson, readAll, type DecodedBatch, type PageMeta } from '../decode/index.ts';
+import { decodePage, gunzipBuffer, parseJson, readAll, type DecodedBatch, type PageDecoder, type PageMeta } from '../decode/index.ts';
 import { DomainTable } from './domains.ts';
 import { contentLength, dateOf, isGzip, Pools, readSmall, serverMessage, header, type RawResponse } from './http.ts';
 import { walkPages } from './prefetch.ts';
@@ -42,6 +42,8 @@ export interface PageBatch {
   bytes: number;
   meta?: PageMeta;
   serverDate?: Date;
+  /** The page's rows encoded elsewhere, when the paginate call's decoder does that (DecodedBatch.encoded). */
+  encoded?: unknown;
 }
 
 /** A row's identity; undefined when the row has none (such rows are never dropped as repeats). */
@@ -198,6 +200,8 @@ export class ApiClient {
       rowKey?: RowKey;
       /** Start at this page (path and query, as a PageBatch's `next` gave it) instead of the first. */
       from?: string;
+      /** Decodes each body instead of decodePage (src/encode: the page's CPU work in a worker thread). */
+      decode?: PageDecoder;
     },
   ): AsyncGenerator<PageBatch> {
     const mode = o.mode ?? 'cursor';
@@ -207,7 +211,11 @@ export class ApiClient {
     const url = o.from === undefined ? this.url(path, o.domain, query) : this.resumeUrl(o.from, o.domain);
     const links = new PageLinks(url, where('GET', describeUrl(url), o.ctx), fieldsOf(o.ctx, url));
     const open = (u: URL, signal: AbortSignal) =>
-      this.pageWithRetries({ ...this.call('GET', u, o), signal: this.signal ? AbortSignal.any([signal, this.signal]) : signal }, o.rowKey);
+      this.pageWithRetries(
+        { ...this.call('GET', u, o), signal: this.signal ? AbortSignal.any([signal, this.signal]) : signal },
+        o.rowKey,
+        o.decode,
+      );
     for await (const { batch: b, page, final, next } of walkPages(url, links, open)) {
       const nextPage = next ? `${next.pathname}${next.search}` : undefined;
       yield {
@@ -219,6 +227,7 @@ export class ApiClient {
         meta: b.meta,
         serverDate: b.serverDate,
         ...(nextPage ? { next: nextPage } : {}),
+        ...(b.encoded !== undefined ? { encoded: b.encoded } : {}),
       };
     }
   }
@@ -245,14 +254,14 @@ export class ApiClient {
    * Keys are taken only from batches that are not a page's last (a streamed page's early batches),
    * so the buffered path and the end of every page do no per-row work here.
    */
-  private pageWithRetries(call: Call, rowKey: RowKey | undefined): AsyncGenerator<PageResult> {
+  private pageWithRetries(call: Call, rowKey: RowKey | undefined, decode: PageDecoder = decodePage): AsyncGenerator<PageResult> {
     let yielded: Set<string> | undefined;
     return this.retrying(call, async function* (this: ApiClient) {
       const already = yielded;
       const started = this.clock.now();
       const res = await this.get(call);
       const serverDate = dateOf(res);
-      const batches = decodePage(res.body, {
+      const batches = decode(res.body, {
         gzip: isGzip(res, call.at),
         contentLength: contentLength(res),
         streamThresholdBytes: this.threshold,

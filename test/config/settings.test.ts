@@ -37,6 +37,8 @@ const INTERFACE_KEYS: Record<PipelineKey, true> = {
   gzip: true,
   csv_formula_guard: true,
   row_group_rows: true,
+  parquet_writer: true,
+  workers: true,
   max_file_rows: true,
   max_file_bytes: true,
   schools: true,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatByName, isoToMicros } from '../../src/format/index.ts';
+import { formatByName, isoToMicros, PARQUET_WRITERS } from '../../src/format/index.ts';
 import type { FormatOptions } from '../../src/format/index.ts';
 import type { Row, TableSchema } from '../../src/table.ts';
 import { fixtureTable } from './helpers.ts';
@@ -21,8 +21,8 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function writeParquet(name: string, schema: TableSchema, rows: Row[], opts: FormatOptions = {}) {
-  const path = join(dir, `${name}.parquet`);
+async function writeParquetWith(name: string, schema: TableSchema, rows: Row[], opts: FormatOptions = {}) {
+  const path = join(dir, `${name}-${opts.parquetWriter ?? 'default'}.parquet`);
   const w = formatByName('parquet').open(schema, createWriteStream(path), opts);
   await w.write(rows.slice(0, 1));
   await w.write(rows.slice(1));
@@ -43,7 +43,10 @@ const DUCK_TYPE: Record<string, string> = {
   timestamp: 'TIMESTAMP WITH TIME ZONE',
 };
 
-describe('parquet', () => {
+describe.each(PARQUET_WRITERS)('parquet (%s writer)', (writer) => {
+  const writeParquet = (name: string, schema: TableSchema, rows: Row[], opts: FormatOptions = {}) =>
+    writeParquetWith(name, schema, rows, { parquetWriter: writer, ...opts });
+
   it.each([
     ['schools', 'schools'],
     ['achievements', 'achievements'],

@@ -1,0 +1,61 @@
+import type { ColumnsChunk, TextChunk } from '../format/chunk.ts';
+import { ColumnBuilder } from '../format/parquet/column.ts';
+import type { ParquetColumn } from '../format/parquet/file.ts';
+import { PHYSICAL } from '../format/parquet/file.ts';
+
+/**
+ * One table's rows of a page as they are encoded: text lines appended straight into UTF-8 bytes
+ * (with where each row ends), or Parquet columns. take() hands them over in buffers of their own
+ * (never Node's shared pool), so they can be transferred to another thread.
+ */
+export class TextOut {
+  private buf: Uint8Array;
+  private view: Buffer;
+  private used = 0;
+  private ends: Uint32Array;
+  rows = 0;
+
+  constructor(expectedBytes = 64 * 1024, expectedRows = 1024) {
+    this.buf = new Uint8Array(expectedBytes);
+    this.view = Buffer.from(this.buf.buffer);
+    this.ends = new Uint32Array(expectedRows);
+  }
+
+  line(text: string): void {
+    const need = text.length * 3; // bounds UTF-8 (a surrogate pair: 4 bytes for 2 units)
+    if (this.used + need > this.buf.length) {
+      const next = new Uint8Array(Math.max(this.buf.length * 2, this.used + need));
+      next.set(this.buf.subarray(0, this.used));
+      this.buf = next;
+      this.view = Buffer.from(next.buffer);
+    }
+    this.used += this.view.write(text, this.used);
+    if (this.rows === this.ends.length) {
+      const next = new Uint32Array(this.ends.length * 2);
+      next.set(this.ends);
+      this.ends = next;
+    }
+    this.ends[this.rows++] = this.used;
+  }
+
+  take(): TextChunk {
+    const chunk: TextChunk = { kind: 'text', rows: this.rows, bytes: this.buf.slice(0, this.used), ends: this.ends.slice(0, this.rows) };
+    this.used = 0;
+    this.rows = 0;
+    return chunk;
+  }
+}
+
+export class ColumnsOut {
+  readonly builders: ColumnBuilder[];
+  rows = 0;
+  constructor(columns: ParquetColumn[]) {
+    this.builders = columns.map((c) => new ColumnBuilder(PHYSICAL[c.type]));
+  }
+
+  take(): ColumnsChunk {
+    const chunk: ColumnsChunk = { kind: 'columns', rows: this.rows, columns: this.builders.map((b) => b.take()) };
+    this.rows = 0;
+    return chunk;
+  }
+}

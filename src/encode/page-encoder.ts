@@ -1,0 +1,225 @@
+/**
+ * Turns one task's pages of parsed records into encoded rows per table (format/chunk.ts), the
+ * fast way where it can and the reference way where it must:
+ *  - parent rows through the resource's generated serialiser (record-code.ts);
+ *  - included students/employees through a per-task memo (child-memo.ts): each distinct item is
+ *    flattened and encoded once, then reused when the same item (compared in full) comes again;
+ *  - any record the generated code refuses (drift, a mismatched type, an unusual datetime) through
+ *    the reference flattener and the writers' own row encoders, in place, so row order is kept.
+ * One instance per task: drift sets and the memo belong to the task. Pure (no I/O): the same code
+ * runs on the main thread (`--workers 0`) and in worker threads.
+ */
+import { compileFlattener, includeItems, parentIdOf, type FlattenContext, type Flattener } from '../flatten/index.ts';
+import type { EncodedChunk } from '../format/chunk.ts';
+import { csvEncoder } from '../format/csv.ts';
+import { declaredColumns, extraJson } from '../format/extra.ts';
+import { ndjsonSerializer } from '../format/ndjson.ts';
+import { appendValue, parquetColumns } from '../format/parquet/writer.ts';
+import type { FormatOptions } from '../format/types.ts';
+import type { ResourceSpec } from '../resources/types.ts';
+import { EXTRA_COLUMN, type Row, type TableSchema } from '../table.ts';
+import { CONVERTERS, MISMATCH } from '../flatten/convert.ts';
+import { ChildMemo } from './child-memo.ts';
+import { ColumnsOut, TextOut } from './outputs.ts';
+import { compileRecordEncoder, type ColumnRecordEncoder, type EncoderKind, type TextRecordEncoder } from './record-code.ts';
+
+export interface EncodedPage {
+  /** Every table of the resource that got rows from this page, parent first. */
+  tables: { table: string; chunk: EncodedChunk }[];
+  records: number;
+  /** The parent rows' key values as written (String of the column value), when asked for. */
+  keys?: string[];
+  /** Undeclared columns first seen on this page, per table (the task's drift grows by these). */
+  drift?: [string, string[]][];
+}
+
+export interface PageEncoderOptions {
+  spec: ResourceSpec;
+  format: EncoderKind;
+  formatOptions: FormatOptions;
+  ctx: FlattenContext;
+}
+
+/**
+ * Whether pages of this resource can be encoded here rather than as rows: not for parquetjs-lite
+ * (it takes rows), resources that reshape records first (`prepare`), whose rows the pipeline
+ * reads back (deletions) or whose key is not a declared top-level scalar (snapshot id lists).
+ */
+export function canEncode(spec: ResourceSpec, format: string, opts: FormatOptions): format is EncoderKind {
+  if (format !== 'ndjson' && format !== 'csv' && format !== 'parquet') return false;
+  if (format === 'parquet' && opts.parquetWriter === 'parquetjs-lite') return false;
+  // snapshot id lists need the key's text as the flattened row has it: a declared top-level scalar
+  const key = spec.key.length === 1 ? spec.fields.find((f) => f.path === spec.key[0]) : undefined;
+  return spec.prepare === undefined && spec.name !== 'deletions' && key !== undefined && key.type !== 'datetime';
+}
+
+/** Compiled once per resource and format; `forTask` is cheap. */
+export interface CompiledResource {
+  forTask(ctx: FlattenContext): PageEncoder;
+}
+
+type TableEnc = {
+  schema: TableSchema;
+  /** reference encoding of one flattened row into this table's output */
+  row: (row: Row) => void;
+  out: TextOut | ColumnsOut;
+};
+
+export function compileResource(spec: ResourceSpec, format: EncoderKind, opts: FormatOptions): CompiledResource {
+  const guard = opts.csvFormulaGuard === true;
+  const schemas = compileFlattener(spec).tables;
+  const parentCode = compileRecordEncoder(spec, schemas[0]!, format, guard);
+  return {
+    forTask(ctx) {
+      return new PageEncoder(spec, format, guard, schemas, parentCode, ctx);
+    },
+  };
+}
+
+export class PageEncoder {
+  readonly flattener: Flattener;
+  private readonly tables: TableEnc[];
+  private readonly encodeParent: TextRecordEncoder | ColumnRecordEncoder;
+  private readonly memos: ChildMemo[];
+
+  constructor(
+    private readonly spec: ResourceSpec,
+    private readonly format: EncoderKind,
+    guard: boolean,
+    schemas: TableSchema[],
+    parentCode: ReturnType<typeof compileRecordEncoder>,
+    private readonly ctx: FlattenContext,
+  ) {
+    this.flattener = compileFlattener(spec);
+    this.tables = schemas.map((schema) => tableEncoder(schema, format, guard));
+    const meta = metaOf(this.flattener, ctx);
+    this.encodeParent = parentCode({ meta });
+    this.memos = (spec.children ?? []).map((c, i) => {
+      const t = this.tables[i + 1]!;
+      return new ChildMemo(format, t.schema, c.parentKey, guard, (item) => this.flattener.childRow(i, item, null, ctx));
+    });
+  }
+
+  /** Drift seen by this task so far (undeclared columns per table). */
+  drift(): Map<string, Set<string>> {
+    return this.flattener.drift();
+  }
+
+  /**
+   * Encodes one page. With `keyField`, also the key column's value of each parent row as text,
+   * exactly as the reference path reads it from the flattened row (String of the converted value).
+   */
+  encode(records: readonly unknown[], keyField?: string): EncodedPage {
+    const keys: string[] | undefined = keyField === undefined ? undefined : [];
+    const keyConv = keyField === undefined ? undefined : keyConverter(this.spec, keyField);
+    const parent = this.tables[0]!;
+    const children = this.spec.children ?? [];
+    const text = this.format !== 'parquet';
+    for (const raw of records) {
+      const rec = raw as Record<string, unknown>;
+      let ok: boolean;
+      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) ok = false;
+      else if (text) {
+        const line = (this.encodeParent as TextRecordEncoder)(rec);
+        ok = line !== null;
+        if (ok) (parent.out as TextOut).line(this.format === 'ndjson' ? line + '\n' : line!);
+      } else {
+        const out = parent.out as ColumnsOut;
+        ok = (this.encodeParent as ColumnRecordEncoder)(rec, out.builders);
+        if (ok) out.rows++;
+      }
+      if (!ok) {
+        const row = this.reference(rec);
+        keys?.push(String(row[keyField!]));
+        continue;
+      }
+      keys?.push(keyConv!(rec[keyField!]));
+      if (children.length === 0) continue;
+      const parentId = parentIdOf(rec);
+      for (let i = 0; i < children.length; i++) {
+        const items = includeItems(rec[children[i]!.include]);
+        if (items.length === 0) continue;
+        const memo = this.memos[i]!;
+        const out = this.tables[i + 1]!.out;
+        for (const item of items) memo.encode(item, parentId, out);
+      }
+    }
+    const tables: EncodedPage['tables'] = [];
+    for (const t of this.tables) if (t.out.rows > 0) tables.push({ table: t.schema.name, chunk: t.out.take() });
+    const page: EncodedPage = { tables, records: records.length };
+    if (keys) page.keys = keys;
+    const drift = this.newDrift();
+    if (drift.length) page.drift = drift;
+    return page;
+  }
+
+  private readonly driftSent = new Map<string, number>();
+
+  /** Drift names added since the last call (Sets keep insertion order). */
+  private newDrift(): [string, string[]][] {
+    const out: [string, string[]][] = [];
+    for (const [table, names] of this.flattener.drift()) {
+      const sent = this.driftSent.get(table) ?? 0;
+      if (names.size > sent) {
+        out.push([table, [...names].slice(sent)]);
+        this.driftSent.set(table, names.size);
+      }
+    }
+    return out;
+  }
+
+  /** The reference path for one record: flatten, then each table's own row encoder. Returns the parent row. */
+  private reference(rec: unknown): Row {
+    const rows = this.flattener.flattenBatch([rec], this.ctx);
+    for (const t of this.tables) for (const row of rows.get(t.schema.name) ?? []) t.row(row);
+    return rows.get(this.spec.name)![0]!;
+  }
+}
+
+/** The key column's text from a raw value, as String(row[key]) of the reference flattener's row. */
+function keyConverter(spec: ResourceSpec, keyField: string): (v: unknown) => string {
+  const field = spec.fields.find((f) => f.path === keyField && f.type !== 'datetime');
+  if (!field) throw new Error(`encode: key ${spec.name}.${keyField} must be a declared top-level scalar field`);
+  const conv = CONVERTERS[field.type as Exclude<typeof field.type, 'datetime'>];
+  return (v) => {
+    if (v === undefined || v === null) return 'null';
+    const c = conv(v);
+    return c === MISMATCH ? 'null' : String(c);
+  };
+}
+
+/** The metadata columns' values for a task, as the flattener writes them. */
+function metaOf(flattener: Flattener, ctx: FlattenContext): Row {
+  const row = flattener.flattenBatch([{}], ctx).get(flattener.tables[0]!.name)![0]!;
+  return { _school_id: row._school_id!, _region: row._region!, _run_id: row._run_id!, _extracted_at: row._extracted_at! };
+}
+
+function tableEncoder(schema: TableSchema, format: EncoderKind, guard: boolean): TableEnc {
+  if (format === 'ndjson') {
+    const out = new TextOut();
+    const ser = ndjsonSerializer(schema);
+    return { schema, out, row: (r) => out.line(ser(r) + '\n') };
+  }
+  if (format === 'csv') {
+    const out = new TextOut();
+    const enc = csvEncoder(schema, guard);
+    return { schema, out, row: (r) => out.line(enc.line(r)) };
+  }
+  const cols = parquetColumns(schema);
+  const out = new ColumnsOut(cols);
+  const isDeclared = declaredColumns(schema).isDeclared;
+  isDeclared.add(EXTRA_COLUMN.name);
+  const n = cols.length - 1;
+  return {
+    schema,
+    out,
+    row: (r) => {
+      const b = out.builders;
+      for (let i = 0; i < n; i++) appendValue(b[i]!, r[cols[i]!.name], cols[i]!.type, cols[i]!.name);
+      const extra = extraJson(r, isDeclared);
+      if (extra === null) b[n]!.null();
+      else b[n]!.string(extra);
+      out.rows++;
+    },
+  };
+}

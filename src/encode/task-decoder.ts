@@ -1,0 +1,60 @@
+import { Readable } from 'node:stream';
+import { classifyStreamError, decodePage, DEFAULT_STREAM_THRESHOLD, type PageDecoder } from '../decode/index.ts';
+import type { TaskEncoding } from './pool.ts';
+
+/**
+ * The page decoder a task hands its paginator when its pages are encoded by src/encode: the raw
+ * body is read (still gzip) and submitted to the task's encoding; the batch yielded carries the
+ * page's meta as soon as it is parsed (so the next page is requested at once) and `encoded`, the
+ * promise of its encoded rows. A body that fails to decode throws the decoder's own error inside
+ * the paginator's retry loop, so a truncated page is fetched again, as on the main thread.
+ * Pages too large to parse whole (the streamed path's territory) take decodePage and come back
+ * as rows: the pipeline flattens those here, in order with the rest.
+ */
+export function encodingDecoder(task: TaskEncoding): PageDecoder {
+  return async function* (body, opts) {
+    // compressed bytes (JSON compresses ~8x): a page parsed whole in a worker, whose heap is
+    // capped, stays well under the streaming threshold
+    const limit = (opts.streamThresholdBytes ?? DEFAULT_STREAM_THRESHOLD) / 16;
+    if (opts.contentLength !== undefined && opts.contentLength > limit) {
+      yield* decodePage(body, opts);
+      return;
+    }
+    const it = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    const chunks: Buffer[] = [];
+    let total = 0;
+    try {
+      for (;;) {
+        let r: IteratorResult<Buffer>;
+        try {
+          r = await it.next();
+        } catch (e) {
+          throw classifyStreamError(e);
+        }
+        if (r.done) break;
+        chunks.push(r.value);
+        total += r.value.length;
+        if (total > limit) {
+          yield* decodePage(Readable.from(resume(chunks, it)), { ...opts, contentLength: undefined });
+          return;
+        }
+      }
+    } finally {
+      if (!body.destroyed && !body.readableEnded) body.destroy(); // never leave a socket half-read
+    }
+    const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+    const page = await task.submit(raw, opts.gzip === true);
+    const info = await page.parsed;
+    yield { rows: [], last: true, bytes: info.bytes, meta: info.meta, encoded: page.result };
+  };
+}
+
+/** The chunks already read, then the rest of the body. */
+async function* resume(head: Buffer[], it: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
+  for (const c of head) yield c;
+  for (;;) {
+    const r = await it.next();
+    if (r.done) return;
+    yield r.value;
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * A Parquet file for flat tables of OPTIONAL columns, encoded from ColumnBuilders into bytes:
+ * 'PAR1', row groups (one data page V1 per column chunk: RLE definition levels + PLAIN values,
+ * snappy), then the footer. Types: text BYTE_ARRAY (STRING / UTF8), integers INT64, doubles
+ * DOUBLE, booleans BOOLEAN, timestamps INT64 TIMESTAMP(isAdjustedToUTC=true, MICROS) with the
+ * converted type TIMESTAMP_MICROS for older readers (BigQuery and Snowflake load both).
+ * Pure: bytes in memory, no streams, so it runs the same in a worker thread.
+ */
+import snappy from 'snappyjs';
+import type { ColumnType } from '../../table.ts';
+import { ColumnBuilder, statBytes, type Physical } from './column.ts';
+import { encodeStruct, i64, list, struct, type ThriftStruct } from './thrift.ts';
+
+const MAGIC = Buffer.from('PAR1', 'latin1');
+const TYPE = { BOOLEAN: 0, INT64: 2, DOUBLE: 5, BYTE_ARRAY: 6 } as const;
+const OPTIONAL = 1;
+const CONVERTED_UTF8 = 0;
+const CONVERTED_TIMESTAMP_MICROS = 10;
+const ENC_PLAIN = 0;
+const ENC_RLE = 3;
+const CODEC_SNAPPY = 1;
+const PAGE_DATA_V1 = 0;
+
+export const PHYSICAL: Record<ColumnType, Physical> = {
+  string: 'BYTE_ARRAY',
+  json: 'BYTE_ARRAY',
+  integer: 'INT64',
+  timestamp: 'INT64',
+  double: 'DOUBLE',
+  boolean: 'BOOLEAN',
+};
+
+export interface ParquetColumn {
+  name: string;
+  type: ColumnType;
+}
+
+interface ChunkMeta {
+  column: number;
+  offset: number;
+  rows: number;
+  nulls: number;
+  uncompressed: number;
+  compressed: number;
+  min?: Buffer;
+  max?: Buffer;
+}
+
+/** Levels 0/1 as the RLE / bit-packed hybrid (bit width 1), prefixed by their byte length (page V1). */
+export function encodeLevels(defs: Uint8Array, n: number): Buffer {
+  const out = Buffer.allocUnsafe(8 + Math.ceil(n / 8) + Math.ceil(n / 8) * 2 + 16);
+  let o = 4;
+  const varint = (v: number) => {
+    while (v >= 0x80) {
+      out[o++] = (v % 0x80) + 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    out[o++] = v;
+  };
+  let i = 0;
+  while (i < n) {
+    let j = i + 1;
+    while (j < n && defs[j] === defs[i]) j++;
+    if (j - i >= 8 || j === n) {
+      varint((j - i) * 2); // RLE run
+      out[o++] = defs[i]!;
+      i = j;
+      continue;
+    }
+    // bit-packed groups of 8 until a run of 8 or more starts at a group boundary
+    const start = i;
+    let groups = 0;
+    while (i < n) {
+      if (groups > 0) {
+        let k = i + 1;
+        while (k < n && k - i < 8 && defs[k] === defs[i]) k++;
+        if (k - i >= 8) break;
+      }
+      i += 8;
+      groups++;
+    }
+    varint(groups * 2 + 1);
+    for (let g = 0; g < groups; g++) {
+      let b = 0;
+      for (let bit = 0; bit < 8; bit++) {
+        const at = start + g * 8 + bit;
+        if (at < n && defs[at] === 1) b |= 1 << bit;
+      }
+      out[o++] = b;
+    }
+  }
+  out.writeUInt32LE(o - 4, 0);
+  return out.subarray(0, o);
+}
+
+function booleanValues(c: ColumnBuilder): Buffer {
+  const out = Buffer.alloc(Math.ceil(c.used / 8));
+  for (let i = 0; i < c.used; i++) if (c.data[i] === 1) out[i >> 3]! |= 1 << (i & 7);
+  return out;
+}
+
+let scratchBuf = Buffer.alloc(0);
+
+export class ParquetFileEncoder {
+  readonly builders: ColumnBuilder[];
+  /** Rows in the row group being built. */
+  rows = 0;
+  /** Bytes produced so far, the leading magic included (the next row group's file offset). */
+  offset = MAGIC.length;
+  private readonly groups: { rows: number; chunks: ChunkMeta[]; bytes: number; compressed: number; offset: number }[] = [];
+  private readonly physical: Physical[];
+  private totalRows = 0;
+
+  constructor(readonly columns: ParquetColumn[]) {
+    this.physical = columns.map((c) => PHYSICAL[c.type]);
+    this.builders = this.physical.map((p) => new ColumnBuilder(p));
+  }
+
+  /** One reusable buffer per thread for a page body before compression (flushRowGroup is synchronous). */
+  private scratch(n: number): Buffer {
+    if (scratchBuf.length < n) scratchBuf = Buffer.allocUnsafeSlow(Math.max(n, scratchBuf.length * 2));
+    return scratchBuf.subarray(0, n);
+  }
+
+  /** Bytes buffered in the row group being built. */
+  get bufferedBytes(): number {
+    let n = 0;
+    for (const b of this.builders) n += b.byteSize;
+    return n;
+  }
+
+  /** The file's first bytes (counted in `offset` from the start). */
+  magic(): Buffer {
+    return MAGIC;
+  }
+
+  /** Encodes the buffered rows as one row group (nothing when there are none) and empties the builders. */
+  flushRowGroup(): Buffer[] {
+    const rows = this.rows;
+    if (rows === 0) return [];
+    const out: Buffer[] = [];
+    const chunks: ChunkMeta[] = [];
+    const groupOffset = this.offset;
+    let bytes = 0;
+    let compressed = 0;
+    this.builders.forEach((c, column) => {
+      if (c.rows !== rows) throw new Error(`parquet: column ${this.columns[column]!.name} has ${c.rows} rows, expected ${rows}`);
+      const levels = encodeLevels(c.defs, rows);
+      const values = c.physical === 'BOOLEAN' ? booleanValues(c) : c.data.subarray(0, c.used);
+      const body = this.scratch(levels.length + values.length);
+      levels.copy(body, 0);
+      values.copy(body, levels.length);
+      const packed = Buffer.from(snappy.compress(body) as Uint8Array);
+      const header = encodeStruct(
+        struct([1, PAGE_DATA_V1], [2, body.length], [3, packed.length], [5, struct([1, rows], [2, ENC_PLAIN], [3, ENC_RLE], [4, ENC_RLE])]),
+      );
+      const meta: ChunkMeta = {
+        column,
+        offset: this.offset,
+        rows,
+        nulls: rows - c.nonNull,
+        uncompressed: header.length + body.length,
+        compressed: header.length + packed.length,
+      };
+      if ((c.physical === 'INT64' || c.physical === 'DOUBLE') && c.nonNull > 0) {
+        meta.min = statBytes(c.physical, c.min);
+        meta.max = statBytes(c.physical, c.max);
+      }
+      chunks.push(meta);
+      out.push(header, packed);
+      this.offset += meta.compressed;
+      bytes += meta.uncompressed;
+      compressed += meta.compressed;
+      c.reset();
+    });
+    this.groups.push({ rows, chunks, bytes, compressed, offset: groupOffset });
+    this.totalRows += rows;
+    this.rows = 0;
+    return out;
+  }
+
+  /** Flushes what is buffered and returns the footer: the file's last bytes. */
+  finish(): Buffer[] {
+    const last = this.flushRowGroup();
+    const schema: ThriftStruct[] = [struct([4, 'schema'], [5, this.columns.length])];
+    this.columns.forEach((c, i) => {
+      const text = c.type === 'string' || c.type === 'json';
+      const ts = c.type === 'timestamp';
+      schema.push(
+        struct(
+          [1, TYPE[this.physical[i]!]],
+          [3, OPTIONAL],
+          [4, c.name],
+          [6, text ? CONVERTED_UTF8 : ts ? CONVERTED_TIMESTAMP_MICROS : undefined],
+          [10, text ? struct([1, struct()]) : ts ? struct([8, struct([1, true], [2, struct([2, struct()])])]) : undefined],
+        ),
+      );
+    });
+    const rowGroups = this.groups.map((g) =>
+      struct(
+        [
+          1,
+          list(
+            g.chunks.map((m) =>
+              struct(
+                [2, i64(m.offset)],
+                [
+                  3,
+                  struct(
+                    [1, TYPE[this.physical[m.column]!]],
+                    [2, list([ENC_PLAIN, ENC_RLE])],
+                    [3, list([this.columns[m.column]!.name])],
+                    [4, CODEC_SNAPPY],
+                    [5, i64(m.rows)],
+                    [6, i64(m.uncompressed)],
+                    [7, i64(m.compressed)],
+                    [9, i64(m.offset)],
+                    [12, struct([3, i64(m.nulls)], [5, m.max], [6, m.min])],
+                  ),
+                ],
+              ),
+            ),
+          ),
+        ],
+        [2, i64(g.bytes)],
+        [3, i64(g.rows)],
+        [5, i64(g.offset)],
+        [6, i64(g.compressed)],
+      ),
+    );
+    const footer = encodeStruct(
+      struct([1, 1], [2, list(schema)], [3, i64(this.totalRows)], [4, list(rowGroups)], [6, 'school-export (data page v1)']),
+    );
+    const tail = Buffer.allocUnsafe(8);
+    tail.writeUInt32LE(footer.length, 0);
+    MAGIC.copy(tail, 4);
+    this.offset += footer.length + 8;
+    return [...last, footer, tail];
+  }
+}

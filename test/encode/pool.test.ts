@@ -1,0 +1,113 @@
+import { gzipSync } from 'node:zlib';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/errors.ts';
+import { createEncoding, type Encoding } from '../../src/encode/pool.ts';
+import type { PageResult } from '../../src/encode/page-work.ts';
+import type { TaskSetup } from '../../src/encode/protocol.ts';
+import { resourceByName } from '../../src/resources/index.ts';
+import { CTX, FIXTURES } from '../flatten/fixtures.ts';
+
+const pools: Encoding[] = [];
+afterAll(async () => {
+  await Promise.all(pools.map((p) => p.close()));
+});
+const encoding = (workers: number, maxPagesInFlight?: number) => {
+  const e = createEncoding({ workers, maxPagesInFlight });
+  pools.push(e);
+  return e;
+};
+
+const setup = (format: TaskSetup['format'], schoolId = CTX.schoolId): TaskSetup => ({
+  spec: resourceByName('achievements')!,
+  format,
+  formatOptions: {},
+  ctx: { ...CTX, schoolId },
+  keyField: 'id',
+});
+
+/** A page as the service sends it: gzip JSON with data and meta. */
+function body(records: unknown[], next: string | null = null): Buffer {
+  return gzipSync(JSON.stringify({ data: records, meta: { pagination: { next, more: next !== null } } }));
+}
+
+function pageRecords(p: number): unknown[] {
+  return (FIXTURES.achievements as Record<string, unknown>[]).map((r, i) => ({ ...r, id: `A${p}${i}` }));
+}
+
+/** What a result carries, comparable across threads: each table's bytes and row ends. */
+function flat(r: PageResult) {
+  return {
+    records: r.records,
+    keys: r.keys,
+    tables: r.tables.map((t) => ({
+      table: t.table,
+      rows: t.chunk.rows,
+      bytes:
+        t.chunk.kind === 'text'
+          ? Buffer.from(t.chunk.bytes).toString('base64')
+          : t.chunk.columns.map((c) => Buffer.from(c.data).toString('base64') + Buffer.from(c.defs).toString('base64')),
+    })),
+  };
+}
+
+async function run(e: Encoding, format: TaskSetup['format'], tasks: number, pages: number) {
+  const out: { results: ReturnType<typeof flat>[]; drift: Record<string, string[]>; next: (string | null)[] }[] = [];
+  await Promise.all(
+    Array.from({ length: tasks }, async (_, t) => {
+      const task = e.openTask(setup(format, `A${t}`));
+      const handles = [];
+      for (let p = 0; p < pages; p++) handles.push(await task.submit(body(pageRecords(p), p + 1 < pages ? `next-${p + 1}` : null), true));
+      const next = await Promise.all(handles.map(async (h) => ((await h.parsed).meta?.pagination as { next: string | null }).next));
+      const results = (await Promise.all(handles.map((h) => h.result))).map(flat);
+      const drift = Object.fromEntries([...(await task.close())].map(([k, v]) => [k, [...v].sort()]));
+      out[t] = { results, drift, next };
+    }),
+  );
+  return out;
+}
+
+describe('encoding pool', () => {
+  it.each(['ndjson', 'csv', 'parquet'] as const)(
+    '%s: worker threads answer what the main thread does, in order per task',
+    async (format) => {
+      const inThread = await run(encoding(0), format, 3, 4);
+      const pooled = await run(encoding(2, 3), format, 3, 4);
+      expect(pooled).toEqual(inThread);
+      expect(inThread[0]!.next).toEqual(['next-1', 'next-2', 'next-3', null]);
+      expect(inThread[0]!.results[0]!.keys).toEqual(pageRecords(0).map((r) => (r as { id: string }).id));
+      expect(inThread[0]!.drift.achievements!.length).toBeGreaterThan(0);
+    },
+  );
+
+  it.each([0, 1])('a truncated body is the retriable decode error, a wrong one is fatal (workers: %i)', async (workers) => {
+    const e = encoding(workers);
+    const task = e.openTask(setup('ndjson'));
+    const whole = body(pageRecords(0));
+    const cut = await task.submit(whole.subarray(0, whole.length - 20), true);
+    await expect(cut.parsed).rejects.toBeInstanceOf(ApiError);
+    await expect(cut.result).rejects.toMatchObject({ code: 'E_PROTOCOL', retryable: true });
+    const wrong = await task.submit(gzipSync('{"data": 5}'), true);
+    await expect(wrong.result).rejects.toMatchObject({ code: 'E_PROTOCOL', retryable: false });
+    const fine = await task.submit(body(pageRecords(1)), true);
+    expect((await fine.result).records).toBe(pageRecords(1).length);
+    await task.close();
+  });
+
+  it('bounds the pages in flight: submit waits for a slot', async () => {
+    const e = encoding(1, 1);
+    const task = e.openTask(setup('ndjson'));
+    const first = await task.submit(body(pageRecords(0)), true);
+    let admitted = false;
+    const second = task.submit(body(pageRecords(1)), true).then((h) => {
+      admitted = true;
+      return h;
+    });
+    await first.parsed; // parsed, but its rows not yet answered: the slot is still taken
+    expect(admitted).toBe(false);
+    await first.result;
+    const h = await second;
+    expect(admitted).toBe(true);
+    expect((await h.result).records).toBe(pageRecords(1).length);
+    await task.close();
+  });
+});
