@@ -370,6 +370,38 @@ describe('one run per destination and shard, whole runs', () => {
     }
   });
 
+  it('one SIGINT stops a run waiting for the lock (--wait-for-lock): exit 130 without waiting out the wait, the holder untouched', async () => {
+    const tmp = tempDir('wait-signal-');
+    try {
+      sb.control.clearRequests();
+      const hold = sb.control.hold({ school: 'A1001', resource: 'achievements', page: 1 });
+      const first = runChild(sb, ['--dest', tmp.dir, ...achievementsOf('A1001')]);
+      await hold.reached;
+      const holder = readLock(tmp.dir);
+      const before = sb.control.requests().length;
+      // A short wait bounds the test: a run that ignores the signal gives up only when it ends (exit 2).
+      const second = runChild(sb, ['--dest', tmp.dir, ...achievementsOf('A1001'), '--wait-for-lock', '8']);
+      await second.line(/"event":"lease_wait"/);
+      second.child.kill('SIGINT');
+      const stopped = await second.done;
+      const firstStillHeld = first.child.exitCode === null;
+      hold.release();
+      expect((await first.done).code).toBe(0);
+      expect(firstStillHeld).toBe(true);
+      expect(
+        sb.control
+          .requests()
+          .slice(before)
+          .every((r) => r.path.includes('/schools/A1001/achievements')),
+      ).toBe(true);
+      expect({ code: stopped.code, stderr: stopped.stderr }).toMatchObject({ code: 130 });
+      expect(stopped.stderr).not.toMatch(/E_LOCKED|still held after waiting/);
+      expect(holder.pid).toBe(first.child.pid);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+
   it('shards run at the same time on one destination, each under its own lease', async () => {
     const tmp = tempDir('shard-leases-');
     try {
