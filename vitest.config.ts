@@ -8,5 +8,7 @@ export default defineConfig({
     // Integration tests start real servers on port 0; two cores, so keep parallelism modest.
     pool: 'forks',
     maxWorkers: 2,
+    // vi.stubEnv in a test never leaks into the next one
+    unstubEnvs: true,
   },
 });

@@ -14,7 +14,6 @@ export const ERROR_CODES = {
   E_VALIDATION: 'the service rejected data it was sent (422)',
   E_HTTP_RETRIES: 'a retriable failure (429, 5xx, 423, network) outlasted the retry budget',
   E_SCHOOL_INACTIVE: 'the school answered 423 (inactive) after the retry budget; its tasks were skipped',
-  E_CURSOR_REJECTED: 'the service refused a saved pagination cursor; the task restarted from page 1',
   E_PROTOCOL: 'the service answered something the contract does not allow (bad JSON, repeated cursor)',
   E_DOMAIN_NOT_ALLOWED: "a school's region domain is not configured, so the token is never sent there",
   E_UNSAFE_ID: 'an id or region code from the API is not safe as a path segment or key',
@@ -23,6 +22,7 @@ export const ERROR_CODES = {
   E_DATA: 'a value does not fit the type its column declares',
   E_LOCKED: 'another run holds the destination (or shard) lease (exit 2)',
   E_PURGED: "the school's access was revoked and its data purged while the task ran; nothing of it was kept",
+  E_POLICY: 'a loader requirement was not met (warehouse load --require-pseudonymised): nothing was loaded',
   E_ABORTED: 'the run was interrupted (SIGINT / SIGTERM) before the task finished',
   E_INTERNAL: 'a bug in school-export: please report it with the command line',
 } as const;

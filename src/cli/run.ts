@@ -13,6 +13,7 @@ import { integerOption, PRECEDENCE, settingHelp, withApiOptions, type ApiArgs } 
 
 interface RunArgs extends ApiArgs {
   pipeline?: string;
+  'dry-run'?: boolean;
   dest?: string;
   's3-endpoint'?: string;
   's3-region'?: string;
@@ -210,6 +211,11 @@ export const runCommand: CommandModule<object, RunArgs> = {
       })
       .option('log-level', { choices: LOG_LEVELS, describe: h('log_level', 'least severe JSON log line written', DEFAULTS.logLevel) })
       .option('json', { type: 'boolean', describe: 'print the summary as JSON on stdout (the default when stdout is not a terminal)' })
+      .option('dry-run', {
+        type: 'boolean',
+        describe:
+          'discover schools and print the plan (each task, its mode and updated_after, skipped schools, paths): no data request, no write',
+      })
       .option('person-id', {
         choices: ['keep', 'pseudonymise'] as const,
         describe: 'ids of students, contacts, employees (docs/personal-data.md; default keep)',
@@ -231,6 +237,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .epilogue(PRECEDENCE) as unknown as Argv<RunArgs>,
   handler: async (a) => {
     const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a), process.env, typedFlags(a));
+    if (a['dry-run']) return dryRun(cfg, a.json === true);
     const interrupt = onInterrupt();
     const source = await openSource(cfg);
     try {
@@ -244,3 +251,25 @@ export const runCommand: CommandModule<object, RunArgs> = {
     }
   },
 };
+
+/** `run --dry-run`: the plan, as a table on a terminal and one JSON object per task otherwise. */
+async function dryRun(cfg: ReturnType<typeof resolveRunConfig>, json: boolean): Promise<void> {
+  const { planExport, renderPlan } = await import('../pipeline/dry-run.ts');
+  const source = await openSource(cfg);
+  try {
+    const plan = await planExport(source.cfg, { token: source.token });
+    if (json || !process.stdout.isTTY) {
+      const { tasks, skipped, ...head } = plan;
+      const lines = [
+        { type: 'plan', ...head },
+        ...tasks.map((t) => ({ type: 'task', ...t })),
+        ...skipped.map((s) => ({ type: 'skipped', ...s })),
+      ];
+      process.stdout.write(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    } else {
+      process.stdout.write(renderPlan(plan) + '\n');
+    }
+  } finally {
+    await source.close();
+  }
+}

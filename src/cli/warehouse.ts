@@ -1,15 +1,21 @@
 import type { Argv, CommandModule } from 'yargs';
 import { readPipelineFile } from '../config/resolve.ts';
-import { selectResources } from '../pipeline/plan.ts';
-import { tableSchemas } from '../resources/index.ts';
+import { ConfigError } from '../errors.ts';
+import { selectResources, tableSchemas, type ResourceSpec } from '../resources/index.ts';
 import type { TableSchema } from '../table.ts';
-import { warehouseLoad, warehouseSql } from '../warehouse/commands.ts';
+import { compactManifests, warehouseDbt, warehouseLoad, warehouseSql } from '../warehouse/commands.ts';
+import { DIALECT_NAMES, type DialectName } from '../warehouse/dialects.ts';
 
 interface WarehouseArgs {
   dest: string;
   into?: string;
-  dialect?: 'bigquery' | 'snowflake' | 'duckdb';
+  dialect?: DialectName;
   dataset?: string;
+  'require-pseudonymised'?: boolean;
+  'snowflake-stage'?: string;
+  'snowflake-integration'?: string;
+  'source-name'?: string;
+  'freshness-hours'?: number;
   'manifests-from'?: string;
   after?: string;
   's3-endpoint'?: string;
@@ -17,11 +23,15 @@ interface WarehouseArgs {
   pipeline?: string;
 }
 
-/** Tables of the built-in resources plus the pipeline file's custom resources, if one is named. */
-function tablesFor(pipeline: string | undefined): TableSchema[] | undefined {
+/** The built-in resources plus the pipeline file's custom resources, if one is named. */
+function resourcesFor(pipeline: string | undefined): ResourceSpec[] | undefined {
   if (!pipeline) return undefined;
   const cfg = readPipelineFile(pipeline);
-  return selectResources(undefined, cfg.custom_resources ?? []).flatMap((r) => tableSchemas(r));
+  return selectResources(undefined, cfg.custom_resources ?? []);
+}
+
+function tablesFor(pipeline: string | undefined): TableSchema[] | undefined {
+  return resourcesFor(pipeline)?.flatMap((r) => tableSchemas(r));
 }
 
 const s3 = (a: WarehouseArgs) =>
@@ -32,19 +42,25 @@ const s3 = (a: WarehouseArgs) =>
 const common = (y: Argv) =>
   y
     .option('dest', { type: 'string', demandOption: true, describe: 'the export: DIR or s3://bucket/prefix (gs:// for sql)' })
-    .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint URL' })
-    .option('s3-region', { type: 'string' })
-    .option('pipeline', { type: 'string', describe: 'pipeline file whose custom_resources add tables' });
+    .option('pipeline', { type: 'string', describe: 'pipeline file whose custom_resources add tables' })
+    .option('require-pseudonymised', {
+      type: 'boolean',
+      describe: 'refuse to load runs whose manifest does not record person ids as pseudonymised (personal_data policy)',
+    });
 
 export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
   command: 'warehouse <action>',
-  describe: 'load an export into DuckDB, or print BigQuery / Snowflake load + merge SQL',
+  describe: 'load an export into DuckDB, or print the BigQuery / Snowflake load script',
   builder: (y: Argv) =>
     y
       .command({
         command: 'load',
-        describe: 'build current-state tables in a DuckDB file from the manifest-listed files (applies only new runs)',
-        builder: (yy: Argv) => common(yy).option('into', { type: 'string', demandOption: true, describe: 'duckdb:PATH' }),
+        describe: 'build current-state tables in a DuckDB file from the manifest-listed files (applies each task once)',
+        builder: (yy: Argv) =>
+          common(yy)
+            .option('into', { type: 'string', demandOption: true, describe: 'duckdb:PATH' })
+            .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint URL' })
+            .option('s3-region', { type: 'string' }),
         handler: async (a) => {
           const args = a as unknown as WarehouseArgs;
           const res = await warehouseLoad({
@@ -52,10 +68,11 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
             into: args.into!,
             s3: s3(args),
             tables: tablesFor(args.pipeline),
+            requirePseudonymised: args['require-pseudonymised'] ?? false,
             onProgress: (msg) => process.stderr.write(msg + '\n'),
           });
           process.stderr.write(
-            `applied ${res.appliedRuns.length} run(s)${res.appliedRuns.length ? ': ' + res.appliedRuns.join(', ') : ''}\n`,
+            `applied ${res.appliedTasks} task(s) of ${res.appliedRuns.length} run(s)${res.appliedRuns.length ? ': ' + res.appliedRuns.join(', ') : ''}\n`,
           );
           for (const [t, n] of Object.entries(res.tables))
             process.stderr.write(`  ${t.padEnd(26)} ${n.toLocaleString('en').padStart(12)} rows\n`);
@@ -64,27 +81,81 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
       })
       .command({
         command: 'sql',
-        describe: 'print DDL, load and MERGE statements for a warehouse dialect',
+        describe: 'print the static load script for a warehouse: render it once, run it after every export',
         builder: (yy: Argv) =>
           common(yy)
-            .option('dialect', { choices: ['bigquery', 'snowflake', 'duckdb'] as const, demandOption: true })
+            .option('dialect', { choices: DIALECT_NAMES, demandOption: true })
             .option('dataset', { type: 'string', describe: 'BigQuery dataset / Snowflake schema name' })
-            .option('manifests-from', { type: 'string', describe: 'where to read manifests when --dest is not readable here (gs://)' })
-            .option('after', { type: 'string', describe: 'only runs after this run_id' }),
-        handler: async (a) => {
+            .option('snowflake-stage', { type: 'string', describe: 'Snowflake stage name (default school_export_stage)' })
+            .option('snowflake-integration', {
+              type: 'string',
+              describe: 'Snowflake storage integration for the stage (default school_export_integration)',
+            })
+            // Gone with the static script; kept so an old crontab fails with a line saying why.
+            .option('manifests-from', { type: 'string', hidden: true })
+            .option('after', { type: 'string', hidden: true }),
+        handler: (a) => {
           const args = a as unknown as WarehouseArgs;
-          const sql = await warehouseSql({
+          for (const gone of ['manifests-from', 'after'] as const) {
+            if (args[gone] !== undefined) {
+              throw new ConfigError(
+                `--${gone} is no longer needed: the script is static and reads the manifests in the warehouse; render it once without it (docs/warehouse.md)`,
+              );
+            }
+          }
+          const sql = warehouseSql({
             dialect: args.dialect!,
-            dest: args.dest,
-            dataset: args.dataset,
-            manifestsFrom: args['manifests-from'],
-            after: args.after,
-            s3: s3(args),
+            location: args.dest,
+            ...(args.dataset ? { dataset: args.dataset } : {}),
+            ...(args['require-pseudonymised'] ? { requirePseudonymised: true } : {}),
+            ...(args['snowflake-stage'] ? { stage: args['snowflake-stage'] } : {}),
+            ...(args['snowflake-integration'] ? { storageIntegration: args['snowflake-integration'] } : {}),
             tables: tablesFor(args.pipeline),
           });
           process.stdout.write(sql.endsWith('\n') ? sql : sql + '\n');
         },
       })
-      .demandCommand(1, 'name an action: load or sql') as unknown as Argv<WarehouseArgs>,
+      .command({
+        command: 'manifests',
+        describe: 'rewrite manifests of older exports (indented over several lines) on one line each, as warehouses read them',
+        builder: (yy: Argv) =>
+          yy
+            .option('dest', { type: 'string', demandOption: true, describe: 'the export: DIR or s3://bucket/prefix' })
+            .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint URL' })
+            .option('s3-region', { type: 'string' }),
+        handler: async (a) => {
+          const args = a as unknown as WarehouseArgs;
+          const n = await compactManifests({ dest: args.dest, s3: s3(args) });
+          process.stderr.write(`rewrote ${n} manifest(s) on one line\n`);
+        },
+      })
+      .command({
+        command: 'dbt',
+        describe: 'print a dbt sources file for the current-state tables: columns, types, key and relationship tests, freshness',
+        builder: (yy: Argv) =>
+          yy
+            .option('dialect', { choices: DIALECT_NAMES, demandOption: true })
+            .option('dataset', { type: 'string', describe: 'BigQuery dataset / Snowflake schema the tables are in (DuckDB: main)' })
+            .option('source-name', { type: 'string', describe: "the source's name in {{ source() }} (default school_export)" })
+            .option('freshness-hours', {
+              type: 'number',
+              describe: 'warn when the newest _extracted_at is older (default 26); error at twice',
+            })
+            .option('pipeline', { type: 'string', describe: 'pipeline file whose custom_resources add tables' }),
+        handler: (a) => {
+          const args = a as unknown as WarehouseArgs;
+          const resources = resourcesFor(args.pipeline);
+          process.stdout.write(
+            warehouseDbt({
+              dialect: args.dialect!,
+              ...(args.dataset ? { dataset: args.dataset } : {}),
+              ...(args['source-name'] ? { sourceName: args['source-name'] } : {}),
+              ...(args['freshness-hours'] !== undefined ? { freshnessHours: args['freshness-hours'] } : {}),
+              ...(resources ? { resources } : {}),
+            }),
+          );
+        },
+      })
+      .demandCommand(1, 'name an action: load, sql, dbt or manifests') as unknown as Argv<WarehouseArgs>,
   handler: () => {},
 };

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
 import { RESOURCES, tableSchemas } from '../resources/index.ts';
 import { mergePersonalData, resolvePersonalData, type PersonalDataSettings } from '../privacy/config.ts';
-import { selectResources } from '../pipeline/plan.ts';
+import { selectResources } from '../resources/index.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
 import { pipelineFromEnv } from './env.ts';
 import { readPipelineFile } from './file.ts';

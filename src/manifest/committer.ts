@@ -109,10 +109,11 @@ export class Committer {
   async finish(o: { interrupted?: boolean } = {}): Promise<Manifest> {
     while (this.flushing) await this.flushing;
     const manifest = this.snapshot(o);
-    await this.sink.writeAtomic(`_manifests/${this.header.run_id}.json`, JSON.stringify(manifest, null, 1) + '\n');
+    // One line, like the parts: warehouses read manifests as newline-delimited JSON (BigQuery).
+    await this.sink.writeAtomic(`_manifests/${this.header.run_id}.json`, JSON.stringify(manifest) + '\n');
     // The whole-run manifest now lists every task the parts did: drop the parts so manifests do
-    // not grow twice as fast as runs. (A loader that applied some parts re-stages those tasks
-    // from the whole manifest; the merge resolves the duplicate rows to the same state.)
+    // not grow twice as fast as runs. (Loaders apply each task once by its key, whichever
+    // document lists it.)
     if (this.part > 0) {
       const parts = Array.from(
         { length: this.part },

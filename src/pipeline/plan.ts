@@ -1,35 +1,11 @@
-import { ConfigError, ExportError, oneLine } from '../errors.ts';
+import { ExportError, oneLine } from '../errors.ts';
 import { assertSafeId, assertSafeRegion } from '../ids.ts';
 import { snapshotDue, updatedAfterParam } from '../manifest/state.ts';
 import type { ResourceState, SchoolDirective, SchoolState } from '../manifest/types.ts';
-import { RESOURCES, deletionsFor, genericResource, resourceByName, type ResourceSpec } from '../resources/index.ts';
+import type { ResourceSpec } from '../resources/index.ts';
 import type { ApiClient } from '../source/client.ts';
-import type { CustomResourceConfig } from '../config/schema.ts';
 import type { SchoolRef, TaskPlan } from './task.ts';
 import { shardOf } from './shard.ts';
-
-/** Resolves resource names (built-in and the pipeline file's custom ones) before any request. */
-export function selectResources(names: string[] | undefined, custom: CustomResourceConfig[]): ResourceSpec[] {
-  const customSpecs = custom.map((c) =>
-    genericResource({ name: c.name, path: c.path, key: c.key, incremental: c.incremental, include: c.include }),
-  );
-  for (const c of customSpecs) {
-    if (resourceByName(c.name)) throw new ConfigError(`custom_resources ${c.name}: that name is a built-in table; choose another`);
-  }
-  const builtIn = RESOURCES.filter((r) => r.name !== 'deletions');
-  const deletions = deletionsFor([...builtIn, ...customSpecs]);
-  const all = [...builtIn, ...customSpecs, deletions];
-  if (!names || names.length === 0) return all;
-  const byName = new Map(all.map((r) => [r.name, r]));
-  return names.map((n) => {
-    const r = byName.get(n);
-    if (!r)
-      throw new ConfigError(
-        `resources: unknown table ${JSON.stringify(n)} (known: ${[...byName.keys()].join(', ')}; declare others under custom_resources)`,
-      );
-    return r;
-  });
-}
 
 export interface DiscoveredSchools {
   schools: SchoolRef[];

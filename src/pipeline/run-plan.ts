@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
 import type { RunConfig } from '../config/resolve.ts';
+import { selectResources } from '../resources/index.ts';
 import { resolveToken } from '../config/credentials.ts';
 import { ExportError, asExportError } from '../errors.ts';
 import { readDirective, readState } from '../manifest/state-store.ts';
@@ -7,7 +8,7 @@ import type { ManifestTask, SchoolDirective, SchoolState } from '../manifest/typ
 import type { ResourceSpec } from '../resources/types.ts';
 import type { Sink } from '../sink/types.ts';
 import type { ApiClient } from '../source/client.ts';
-import { discoverSchools, planTask, selectResources, type PlanSettings } from './plan.ts';
+import { discoverSchools, planTask, type PlanSettings } from './plan.ts';
 import type { Reporter } from './progress.ts';
 import { PROPERTY_SCOPES } from '../resources/scopes.ts';
 import { PERMISSIONS_PATH, probeSchool, type SchoolProbe } from './school-probe.ts';
@@ -31,9 +32,15 @@ export interface RunPlan {
 
 type PlanIo = { client: ApiClient; sink: Sink; reporter: Reporter };
 
-export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; personalData?: string }): Promise<RunPlan> {
+/** `probe: false` (dry runs): no permissions request; scope masks as the last read recorded them. */
+export async function planRun(
+  cfg: RunConfig,
+  io: PlanIo,
+  o: { now: Date; personalData?: string; probe?: boolean; before?: Promise<unknown> },
+): Promise<RunPlan> {
   const resources = selectResources(cfg.resources, cfg.customResources);
   const discovered = await discoverSchools(io.client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
+  await o.before; // what must settle before schools are planned (revocations being reconciled)
   const plan: RunPlan = { schools: discovered.schools.length, tasks: [], skipped: [], deactivated: [], scopeMasked: {}, notes: [] };
   for (const p of discovered.problems) skipSchool(plan, io.reporter, { id: p.schoolId, region: p.region }, p.error);
   const settings: PlanSettings = {
@@ -44,8 +51,12 @@ export async function planRun(cfg: RunConfig, io: PlanIo, o: { now: Date; person
     ...(o.personalData ? { personalData: o.personalData } : {}),
   };
   // State and directive reads and the probe are independent per school (S3 GETs, one request).
-  const limit = pLimit(16);
-  await Promise.all(discovered.schools.map((school) => limit(() => planSchool(school, resources, { ...io, plan, settings, now: o.now }))));
+  const limit = pLimit(Math.max(16, 2 * cfg.concurrency));
+  await Promise.all(
+    discovered.schools.map((school) =>
+      limit(() => planSchool(school, resources, { ...io, plan, settings, now: o.now, probe: o.probe ?? true })),
+    ),
+  );
   plan.tasks.sort((a, b) => a.school.id.localeCompare(b.school.id, 'en', { numeric: true }));
   if (discovered.schools.length === 0) plan.nothingToDo = nothingMessage(cfg, discovered.problems.length);
   return plan;
@@ -61,7 +72,7 @@ function nothingMessage(cfg: RunConfig, problems: number): string {
 async function planSchool(
   discovered: SchoolRef,
   resources: ResourceSpec[],
-  o: PlanIo & { plan: RunPlan; settings: PlanSettings; now: Date },
+  o: PlanIo & { plan: RunPlan; settings: PlanSettings; now: Date; probe: boolean },
 ): Promise<void> {
   let school = discovered;
   let state: SchoolState;
@@ -87,7 +98,7 @@ async function planSchool(
     );
   let probe = lastKnown(state, resources);
   let tasks = planAll(probe.masked);
-  if (needsProbe(tasks)) {
+  if (o.probe && needsProbe(tasks)) {
     probe = await probeSchool(o.client, school, resources);
     if (probe.inactive) return skipSchool(o.plan, o.reporter, school, probe.inactive);
     tasks = planAll(probe.masked);

@@ -12,7 +12,7 @@ import type { Clock } from '../source/retry.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { reconcileRevocations } from './reconcile.ts';
-import { selectResources } from './plan.ts';
+import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
@@ -117,9 +117,10 @@ type StartedDeps = RunDeps & { runId: string; startedAt: Date };
 
 async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
-  const reconciled = await reconcile(cfg, io, run);
-  const plan = await planRun(cfg, io, { now: run.startedAt, personalData: run.personalData.fingerprint });
-  plan.notes.unshift(...reconciled);
+  // Revocations are reconciled while discovery pages (both are a few list requests), before any school is planned.
+  const reconciled = reconcile(cfg, io, run);
+  const plan = await planRun(cfg, io, { now: run.startedAt, personalData: run.personalData.fingerprint, before: reconciled });
+  plan.notes.unshift(...(await reconciled));
   for (const t of plan.skipped) run.committer.record(t);
   io.reporter.emit({
     event: 'run_start',

@@ -1,18 +1,21 @@
 import { stat } from 'node:fs/promises';
 import { ConfigError } from '../errors.ts';
-import type { Manifest } from '../manifest/types.ts';
 import { RESOURCES, tableSchemas } from '../resources/index.ts';
 import { openSink, parseDest, type S3SinkOptions, type Sink } from '../sink/index.ts';
 import type { TableSchema } from '../table.ts';
-import { loadIntoDuckDb, type LoadResult } from './duckdb-load.ts';
-import { pendingManifests, readManifest } from './manifests.ts';
+import type { ResourceSpec } from '../resources/index.ts';
+import { renderDbtSources, type DbtOptions } from './dbt.ts';
+import type { LoadResult } from './duckdb-load.ts';
+import { listManifests, readManifest } from './manifests.ts';
 import { renderSql, type RenderOptions } from './render.ts';
 
 /**
- * What `school-export warehouse load|sql` do, for the CLI to call after parsing flags:
- *   warehouse load --dest DIR|s3://... --into duckdb:PATH [--s3-endpoint URL]
- *   warehouse sql --dialect bigquery|snowflake|duckdb --dest gs://...|s3://...|DIR
- *                 [--dataset NAME] [--manifests-from DIR|s3://...] [--after RUN_ID]
+ * What `school-export warehouse load|sql|dbt` do, for the CLI to call after parsing flags:
+ *   warehouse load --dest DIR|s3://... --into duckdb:PATH [--s3-endpoint URL] [--require-pseudonymised]
+ *   warehouse sql --dialect bigquery|snowflake|duckdb --dest gs://...|s3://...|DIR [--dataset NAME] [--require-pseudonymised]
+ *   warehouse manifests --dest DIR|s3://...   (rewrites manifests of older versions on one line)
+ *   warehouse dbt --dialect bigquery|snowflake|duckdb [--dataset NAME] [--source-name NAME] [--freshness-hours N]
+ * Nothing here loads DuckDB until `warehouse load` runs.
  */
 
 /** The built-in resources' tables; a pipeline with generic resources passes its own. */
@@ -25,16 +28,19 @@ export async function warehouseLoad(opts: {
   into: string;
   s3?: S3SinkOptions;
   tables?: TableSchema[];
+  requirePseudonymised?: boolean;
   onProgress?: (msg: string) => void;
 }): Promise<LoadResult> {
   const m = /^duckdb:(.+)$/.exec(opts.into);
   if (!m) throw new ConfigError(`--into ${opts.into}: write it as duckdb:PATH (the DuckDB database file to create or update)`);
   const sink = await openExisting(opts.dest, opts.s3);
   try {
+    const { loadIntoDuckDb } = await import('./duckdb-load.ts');
     return await loadIntoDuckDb({
       sink,
       dbPath: m[1],
       tables: opts.tables ?? builtinTables(),
+      ...(opts.requirePseudonymised ? { requirePseudonymised: true } : {}),
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
     });
   } finally {
@@ -42,37 +48,39 @@ export async function warehouseLoad(opts: {
   }
 }
 
-export async function warehouseSql(opts: {
-  dialect: RenderOptions['dialect'];
-  dest: string;
-  dataset?: string;
-  /** Where to read the manifests when --dest is not readable here (gs://): a local copy or s3://. */
-  manifestsFrom?: string;
-  /** Only runs after this run_id (those already loaded into the warehouse are left out). */
-  after?: string;
-  s3?: S3SinkOptions;
-  tables?: TableSchema[];
-}): Promise<string> {
-  const readable = opts.manifestsFrom ?? (/^gs:\/\//.test(opts.dest) ? undefined : opts.dest);
-  let manifests: Manifest[] | undefined;
-  if (readable !== undefined) {
-    const sink = await openExisting(readable, opts.s3);
-    try {
-      manifests = [];
-      for (const p of await pendingManifests(sink, new Set())) {
-        if (opts.after === undefined || p.runId > opts.after) manifests.push(await readManifest(sink, p.path, p.runId));
-      }
-    } finally {
-      await sink.close();
+/**
+ * The static load script for a warehouse. It does not depend on what has been exported or
+ * loaded: render it once, run it after every export.
+ */
+export function warehouseSql(opts: Omit<RenderOptions, 'tables'> & { tables?: TableSchema[] }): string {
+  return renderSql({ ...opts, tables: opts.tables ?? builtinTables() });
+}
+
+/** The dbt sources file for the tables of these resources (default: the built-in ones). */
+export function warehouseDbt(opts: Omit<DbtOptions, 'resources'> & { resources?: ResourceSpec[] }): string {
+  return renderDbtSources({ ...opts, resources: opts.resources ?? RESOURCES });
+}
+
+/**
+ * Rewrites manifests written before they were one line each (an export from an older version)
+ * as one line of JSON, the form warehouses read them in. Same content; each file is replaced
+ * atomically. Returns how many were rewritten.
+ */
+export async function compactManifests(opts: { dest: string; s3?: S3SinkOptions }): Promise<number> {
+  const sink = await openExisting(opts.dest, opts.s3);
+  let rewritten = 0;
+  try {
+    for (const doc of await listManifests(sink)) {
+      const text = (await sink.read(doc.path))?.toString('utf8');
+      if (text === undefined || !text.trimEnd().includes('\n')) continue;
+      const manifest = await readManifest(sink, doc.path, doc.runId);
+      await sink.writeAtomic(doc.path, JSON.stringify(manifest) + '\n');
+      rewritten++;
     }
+  } finally {
+    await sink.close();
   }
-  return renderSql({
-    dialect: opts.dialect,
-    location: opts.dest,
-    tables: opts.tables ?? builtinTables(),
-    ...(opts.dataset ? { dataset: opts.dataset } : {}),
-    ...(manifests ? { manifests } : {}),
-  });
+  return rewritten;
 }
 
 /** Loading reads an export: a local directory that does not exist is a mistake, not an empty export. */

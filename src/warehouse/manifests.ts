@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import { ExportError } from '../errors.ts';
 import { isSafeId } from '../ids.ts';
-import type { Manifest, ManifestFile } from '../manifest/types.ts';
-import { DELETIONS_TABLE } from './plan.ts';
+import type { Manifest, ManifestFile, ManifestTask } from '../manifest/types.ts';
+import { DELETIONS_TABLE, PURGE_RESOURCE } from './plan.ts';
 
 /** The part of a Sink the loaders use (a full Sink fits). */
 export interface WarehouseSource {
@@ -20,47 +20,31 @@ const RUN_ID = /^[0-9A-Za-z][0-9A-Za-z_.-]{0,127}$/;
 const SAFE_REL_PATH = /^(?!.*(^|\/)\.{1,2}(\/|$))[A-Za-z0-9_=.-]+(\/[A-Za-z0-9_=.-]+)*$/;
 
 /**
- * One manifest document to apply. A finished run has its whole-run manifest; a run that was
- * killed (or is still going) has only parts (`_manifests/<run_id>/part-<seq>.json`), each listing
- * tasks whose state already advanced: those must be loaded too, or their rows would never reach
- * the warehouse. `key` is what the loader records as applied; when a run's final manifest arrives
- * after some of its parts were applied, `appliedParts` names them so their tasks are not staged twice.
+ * One manifest document: a run's manifest (`_manifests/<run_id>.json`, written last) or a part
+ * of it (`_manifests/<run_id>/part-<seq>.json`, one per commit batch). A run killed midway, or
+ * still going, has only parts; a finished run's manifest lists again every task of its parts.
+ * Loaders apply each committed task once, by its key, whichever documents list it.
  */
-export interface PendingManifest {
-  key: string;
-  runId: string;
+export interface ManifestDoc {
   path: string;
-  appliedParts: string[];
+  runId: string;
 }
 
-/** Manifest documents in run_id order (parts before their run's final manifest), applied ones left out. */
-export async function pendingManifests(src: WarehouseSource, applied: ReadonlySet<string>): Promise<PendingManifest[]> {
-  const finals = new Map<string, string>();
-  const parts = new Map<string, string[]>();
+/** Manifest documents in run_id order (a run's parts before its manifest). */
+export async function listManifests(src: WarehouseSource): Promise<ManifestDoc[]> {
+  const out: ManifestDoc[] = [];
   for (const p of await src.list(MANIFEST_DIR)) {
     const rel = p.slice(MANIFEST_DIR.length);
-    const whole = /^([^/]+)\.json$/.exec(rel);
-    const part = /^([^/]+)\/part-\d+\.json$/.exec(rel);
-    if (whole && RUN_ID.test(whole[1]!)) finals.set(whole[1]!, p);
-    else if (part && RUN_ID.test(part[1]!)) parts.set(part[1]!, [...(parts.get(part[1]!) ?? []), p]);
+    const m = /^([^/]+)\.json$/.exec(rel) ?? /^([^/]+)\/part-\d+\.json$/.exec(rel);
+    if (m && RUN_ID.test(m[1]!)) out.push({ path: p, runId: m[1]! });
   }
-  const out: PendingManifest[] = [];
-  for (const runId of [...new Set([...finals.keys(), ...parts.keys()])].sort()) {
-    const runParts = (parts.get(runId) ?? []).sort();
-    const final = finals.get(runId);
-    if (final !== undefined) {
-      if (!applied.has(runId))
-        out.push({ key: runId, runId, path: final, appliedParts: runParts.filter((pp) => applied.has(partKey(pp))) });
-    } else {
-      for (const pp of runParts) if (!applied.has(partKey(pp))) out.push({ key: partKey(pp), runId, path: pp, appliedParts: [] });
-    }
-  }
-  return out;
+  const rank = (d: ManifestDoc): string => `${d.runId}\u0000${d.path.endsWith(`/${d.runId}.json`) ? '1' : '0'}${d.path}`;
+  return out.sort((a, b) => (rank(a) < rank(b) ? -1 : rank(a) > rank(b) ? 1 : 0));
 }
 
-/** '_manifests/<run>/part-00001.json' -> '<run>/part-00001' */
-export function partKey(partPath: string): string {
-  return partPath.slice(MANIFEST_DIR.length, -'.json'.length);
+/** '_manifests/<run>/part-00001.json' -> '<run>/part-00001': how loaders before task keys named an applied part. */
+export function legacyKey(doc: ManifestDoc): string {
+  return doc.path === `${MANIFEST_DIR}${doc.runId}.json` ? doc.runId : doc.path.slice(MANIFEST_DIR.length, -'.json'.length);
 }
 
 export async function readManifest(src: WarehouseSource, path: string, runId: string): Promise<Manifest> {
@@ -79,18 +63,37 @@ export async function readManifest(src: WarehouseSource, path: string, runId: st
   return m;
 }
 
-export interface ManifestLoad {
+/** A committed task of a manifest, checked and keyed. */
+export interface LoadTask {
+  runId: string;
+  schoolId: string;
+  resource: string;
+  /** The checkpoint piece (0 for a task read in one piece). */
+  seq: number;
+  /** (run_id, school_id, resource, seq): a task is applied once whatever documents list it. */
+  key: string;
+  manifest: string;
+  mode: ManifestTask['mode'];
   files: ManifestFile[];
-  /** (school, table) pairs whose rows not seen in this run are gone upstream. */
-  snapshots: { schoolId: string; table: string }[];
+  /** Set on a full read's last (or only) piece: rows of its tables last seen before this run are gone. */
+  snapshot?: string;
+  /** Columns this task's token could not read (scope-masked nulls), as [table, column]. */
+  masked: [string, string][];
+  /** The manifest records person ids as pseudonymised. */
+  pseudonymised: boolean;
 }
 
-/**
- * What a manifest asks the loader to do. Only committed tasks count. A full task snapshots the
- * tables it wrote (files or row counts, so an empty snapshot counts too), except `deletions`,
- * which is a log of events rather than a state; a purge snapshots every table of the school.
- */
-export function manifestLoad(m: Manifest, knownTables: readonly string[]): ManifestLoad {
+export interface Purge {
+  runId: string;
+  schoolId: string;
+  key: string;
+}
+
+export const taskKey = (runId: string, schoolId: string, resource: string, seq: number): string =>
+  `${runId}|${schoolId}|${resource}|${seq}`;
+
+/** The committed tasks and purges of a manifest document; unsafe ids and paths are refused. */
+export function manifestEntries(m: Manifest, manifestPath: string): { tasks: LoadTask[]; purges: Purge[] } {
   if (!RUN_ID.test(String(m.run_id)))
     throw new ExportError('E_STATE', `manifest run_id ${JSON.stringify(String(m.run_id)).slice(0, 60)} is not a run id`);
   // School ids end up in SQL text and paths: only the id form the API uses is accepted.
@@ -99,11 +102,8 @@ export function manifestLoad(m: Manifest, knownTables: readonly string[]): Manif
       throw new ExportError('E_STATE', `manifest ${m.run_id} names an unsafe school id ${JSON.stringify(String(id)).slice(0, 60)}`);
     return id;
   };
-  const files: ManifestFile[] = [];
-  const snapshots = new Map<string, { schoolId: string; table: string }>();
-  const snap = (schoolId: string, table: string): void => {
-    snapshots.set(`${schoolId}\u0000${table}`, { schoolId, table });
-  };
+  const pseudonymised = m.personal_data?.person_id === 'pseudonymise';
+  const tasks: LoadTask[] = [];
   for (const task of m.tasks) {
     if (task.status !== 'committed') continue;
     const schoolId = schoolOf(task.school_id);
@@ -114,14 +114,61 @@ export function manifestLoad(m: Manifest, knownTables: readonly string[]): Manif
           `manifest ${m.run_id} lists an unsafe or misplaced file path ${JSON.stringify(f.path).slice(0, 120)}`,
         );
       }
-      files.push(f);
     }
-    if (task.mode === 'full') {
-      const tables = new Set([...Object.keys(task.rows ?? {}), ...(task.files ?? []).map((f) => f.table)]);
-      if (knownTables.includes(task.resource)) tables.add(task.resource);
-      for (const t of tables) if (t !== DELETIONS_TABLE) snap(schoolId, t);
-    }
+    const seq = task.checkpoint?.seq ?? 0;
+    const final = task.checkpoint?.final ?? true;
+    tasks.push({
+      runId: m.run_id,
+      schoolId,
+      resource: String(task.resource),
+      seq,
+      key: taskKey(m.run_id, schoolId, String(task.resource), seq),
+      manifest: manifestPath,
+      mode: task.mode,
+      files: task.files ?? [],
+      ...(task.mode === 'full' && final ? { snapshot: task.checkpoint?.snapshot ?? m.run_id } : {}),
+      masked: Object.entries(task.scope_masked ?? {}).flatMap(([table, cols]) =>
+        (Array.isArray(cols) ? cols : []).map((col): [string, string] => [table, String(col)]),
+      ),
+      pseudonymised,
+    });
   }
-  for (const p of m.purged ?? []) for (const t of knownTables) snap(schoolOf(p.school_id), t);
-  return { files, snapshots: [...snapshots.values()] };
+  const purges = (m.purged ?? []).map((p) => {
+    const schoolId = schoolOf(p.school_id);
+    return { runId: m.run_id, schoolId, key: taskKey(m.run_id, schoolId, PURGE_RESOURCE, 0) };
+  });
+  return { tasks, purges };
+}
+
+/**
+ * The tables a task's full snapshot covers: its resource's table and the tables it wrote files
+ * for (so an empty snapshot counts too), except `deletions`, a log of events rather than a state.
+ */
+export function snapshotTables(t: LoadTask, known: readonly string[]): string[] {
+  if (t.snapshot === undefined) return [];
+  const tables = new Set([t.resource, ...t.files.map((f) => f.table)]);
+  return [...tables].filter((n) => n !== DELETIONS_TABLE && known.includes(n));
+}
+
+/**
+ * What a load applies: each committed task not applied yet (by key), except tasks of a school
+ * from runs that started before a purge of it (their files are gone, and the school's data must
+ * not come back), in run_id order.
+ */
+export function pendingTasks(
+  tasks: readonly LoadTask[],
+  applied: ReadonlySet<string>,
+  purges: readonly { runId: string; schoolId: string }[],
+): LoadTask[] {
+  const lastPurge = new Map<string, string>();
+  for (const p of purges) if ((lastPurge.get(p.schoolId) ?? '') < p.runId) lastPurge.set(p.schoolId, p.runId);
+  const seen = new Set<string>();
+  const out: LoadTask[] = [];
+  for (const t of tasks) {
+    if (applied.has(t.key) || seen.has(t.key)) continue;
+    if ((lastPurge.get(t.schoolId) ?? '') > t.runId) continue;
+    seen.add(t.key);
+    out.push(t);
+  }
+  return out.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
 }

@@ -1,23 +1,33 @@
-import type { Dialect } from './dialects.ts';
-import { RUNS_TABLE, SNAPSHOTS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
+import type { SqlDialect } from './sql-dialect.ts';
+import { MASKED_TABLE, SNAPSHOTS_TABLE, TASKS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
 
 /**
- * DDL and MERGE text shared by every dialect. The merge recomputes each key's current version
- * from the staged history (`_raw_<table>`), so applying runs late or twice converges to the same
- * state; a source row flagged `_gone` removes the key from the current-state table.
+ * DDL, MERGE and bookkeeping text shared by every dialect. The merge recomputes each key's
+ * current version from the staged history (`_raw_<table>`), so applying tasks late or twice
+ * converges to the same state; a source row flagged `_gone` removes the key from the
+ * current-state table. Only schools with tasks applied since the last merge are merged.
  */
 
-export function bookkeepingDdl(d: Dialect): string[] {
+export function bookkeepingDdl(d: SqlDialect): string[] {
   const s = d.rawType('string');
+  const ts = d.rawType('timestamp');
+  const c = (n: string): string => d.ident(n);
   return [
-    `CREATE TABLE IF NOT EXISTS ${d.table(RUNS_TABLE)} (${d.ident('run_id')} ${s} NOT NULL, ${d.ident('manifest')} ${s}, ${d.ident('applied_at')} ${d.rawType('timestamp')}, ${d.ident('merged_at')} ${d.rawType('timestamp')})`,
-    // One row per (full-snapshot task or purge, table): rows of that school and table last seen
-    // before the latest such run are gone upstream.
-    `CREATE TABLE IF NOT EXISTS ${d.table(SNAPSHOTS_TABLE)} (${d.ident('run_id')} ${s} NOT NULL, ${d.ident('school_id')} ${s} NOT NULL, ${d.ident('table_name')} ${s} NOT NULL)`,
+    // What this warehouse has applied: one row per task key (run, school, resource, checkpoint
+    // piece), and per purge (resource _purge). A task is applied once, whatever order its run,
+    // shard or killed run's parts committed in.
+    `CREATE TABLE IF NOT EXISTS ${d.table(TASKS_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ` +
+      `${c('resource')} ${s} NOT NULL, ${c('seq')} ${d.rawType('integer')} NOT NULL, ${c('manifest')} ${s}, ${c('mode')} ${s}, ` +
+      `${c('snapshot')} ${s}, ${c('applied_at')} ${ts}, ${c('merged_at')} ${ts})`,
+    // One row per (full snapshot, table): rows of that school and table last seen before the
+    // latest such run are gone upstream.
+    `CREATE TABLE IF NOT EXISTS ${d.table(SNAPSHOTS_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ${c('table_name')} ${s} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${d.table(MASKED_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ` +
+      `${c('table_name')} ${s} NOT NULL, ${c('column_name')} ${s} NOT NULL)`,
   ];
 }
 
-export function tableDdl(t: TablePlan, d: Dialect): string[] {
+export function tableDdl(t: TablePlan, d: SqlDialect): string[] {
   const cols = (final: boolean): string =>
     t.columns
       .map((c) => {
@@ -27,38 +37,101 @@ export function tableDdl(t: TablePlan, d: Dialect): string[] {
         return `${d.ident(c.name)} ${type}${notNull}`;
       })
       .join(', ');
+  const opts = (kind: 'raw' | 'final'): string => {
+    const o = d.tableOptions(t, kind);
+    return o ? ` ${o}` : '';
+  };
   return [
-    `CREATE TABLE IF NOT EXISTS ${d.table(rawName(t.name))} (${cols(false)})`,
-    `CREATE TABLE IF NOT EXISTS ${d.table(t.name)} (${cols(true)})`,
+    `CREATE TABLE IF NOT EXISTS ${d.table(rawName(t.name))} (${cols(false)})${opts('raw')}`,
+    `CREATE TABLE IF NOT EXISTS ${d.table(t.name)} (${cols(true)})${opts('final')}`,
   ];
 }
 
-export function ddlStatements(plan: Plan, d: Dialect): string[] {
+export function ddlStatements(plan: Plan, d: SqlDialect): string[] {
   return [...bookkeepingDdl(d), ...plan.tables.flatMap((t) => tableDdl(t, d))];
 }
 
-const orderBy = (t: TablePlan, d: Dialect, alias: string): string =>
-  t.versionOrder.map((c) => `${alias}.${d.ident(c)} ${d.descNullsLast}`).join(', ');
+/** Schools with tasks applied but not merged yet: the merge and the compaction touch only these. */
+export function touchedSchools(d: SqlDialect): string {
+  return `SELECT ${d.ident('school_id')} FROM ${d.table(TASKS_TABLE)} WHERE ${d.ident('merged_at')} IS NULL`;
+}
 
-const partitionBy = (t: TablePlan, d: Dialect, alias: string): string =>
+/** The version order of raw rows, latest first. */
+function versionOrder(t: TablePlan, d: SqlDialect, alias: string): string {
+  return t.versionOrder.map((c) => `${alias}.${d.ident(c)} ${d.descNullsLast}`).join(', ');
+}
+
+/**
+ * Joins each raw row of a table with maskable columns to `m.cols`: ',col,col,' the columns its
+ * run's token could not read in this table (NULL when it read them all).
+ */
+function maskedJoin(t: TablePlan, d: SqlDialect, alias: string): string {
+  if (t.maskable.length === 0) return '';
+  const c = (n: string): string => d.ident(n);
+  return (
+    ` LEFT JOIN (SELECT mk.${c('run_id')}, mk.${c('school_id')}, ',' || ${d.stringAgg(`mk.${c('column_name')}`, ',')} || ',' AS cols ` +
+    `FROM ${d.table(MASKED_TABLE)} AS mk WHERE mk.${c('table_name')} = ${d.str(t.name)} GROUP BY mk.${c('run_id')}, mk.${c('school_id')}) AS m ` +
+    `ON m.${c('run_id')} = ${alias}.${c('_run_id')} AND m.${c('school_id')} = ${alias}.${c('_school_id')}`
+  );
+}
+
+/** 1 when the row's run could not read `column` (or the property it was flattened from), else 0. */
+function maskedFlag(column: string, d: SqlDialect): string {
+  const parts = column.split('__');
+  const names = parts.map((_, i) => parts.slice(0, i + 1).join('__'));
+  return `CASE WHEN m.cols IS NOT NULL AND (${names.map((n) => d.contains('m.cols', d.str(`,${n},`))).join(' OR ')}) THEN 1 ELSE 0 END`;
+}
+
+const filled = (column: string): string => `_filled__${column}`;
+
+/**
+ * The raw rows of the touched schools, each with `_filled__<column>` per maskable column: the
+ * value of the latest row of the same version (school, key, updated_at) whose run could read the
+ * column. A scope-masked null thus never replaces a value read with the scope for the same
+ * version, while a newer version replaces it as usual; when no read of the version had the
+ * scope, the latest read's value stands. Windows without a per-column order keep it to one sort:
+ * rows are numbered once per version, then each column takes the value of the lowest number
+ * among the rows that read it.
+ */
+function rawRows(t: TablePlan, d: SqlDialect): string {
+  const c = (n: string): string => d.ident(n);
+  const touched = `WHERE r.${c('_school_id')} IN (${touchedSchools(d)})`;
+  if (t.maskable.length === 0) return `(SELECT r.* FROM ${d.table(rawName(t.name))} AS r ${touched})`;
+  const group = (alias: string): string => `${partitionBy(t, d, alias)}, ${alias}.${c('updated_at')}`;
+  const flag = (col: string): string => c(`_m__${col}`);
+  const best = (col: string): string => c(`_b__${col}`);
+  const numbered =
+    `SELECT r.*, ROW_NUMBER() OVER (PARTITION BY ${group('r')} ORDER BY r.${c('_extracted_at')} ${d.descNullsLast}, ` +
+    `r.${c('_run_id')} ${d.descNullsLast}) AS ${c('_o')}, ${t.maskable.map((col) => `${maskedFlag(col, d)} AS ${flag(col)}`).join(', ')} ` +
+    `FROM ${d.table(rawName(t.name))} AS r${maskedJoin(t, d, 'r')} ${touched}`;
+  const bests =
+    `SELECT n.*, ${t.maskable.map((col) => `COALESCE(MIN(CASE WHEN n.${flag(col)} = 0 THEN n.${c('_o')} END) OVER (PARTITION BY ${group('n')}), 1) AS ${best(col)}`).join(', ')} ` +
+    `FROM (${numbered}) AS n`;
+  return (
+    `(SELECT b.*, ${t.maskable.map((col) => `MAX(CASE WHEN b.${c('_o')} = b.${best(col)} THEN b.${c(col)} END) OVER (PARTITION BY ${group('b')}) AS ${c(filled(col))}`).join(', ')} ` +
+    `FROM (${bests}) AS b)`
+  );
+}
+
+const partitionBy = (t: TablePlan, d: SqlDialect, alias: string): string =>
   ['_school_id', ...t.key].map((c) => `${alias}.${d.ident(c)}`).join(', ');
 
 /** The latest deletion record per (school, table, id): a restoration updates the same record. */
-function latestDeletions(plan: Plan, t: TablePlan, d: Dialect): string {
+function latestDeletions(plan: Plan, t: TablePlan, d: SqlDialect): string {
   const del = plan.deletions;
   if (!del) throw new Error('latestDeletions without a deletions table');
   const c = (n: string): string => d.ident(n);
   return (
     `SELECT dl.${c('_school_id')}, dl.${c('id')}, dl.${c('deleted_at')}, dl.${c('restored_at')}, dl.${c('_extracted_at')} FROM (` +
     `SELECT x.${c('_school_id')}, x.${c('table')}, x.${c('id')}, x.${c('deleted_at')}, x.${c('restored_at')}, x.${c('_extracted_at')}, ` +
-    `ROW_NUMBER() OVER (PARTITION BY x.${c('_school_id')}, x.${c('table')}, x.${c('id')} ORDER BY ${orderBy(del, d, 'x')}) AS ${c('_rn')} ` +
+    `ROW_NUMBER() OVER (PARTITION BY x.${c('_school_id')}, x.${c('table')}, x.${c('id')} ORDER BY ${versionOrder(del, d, 'x')}) AS ${c('_rn')} ` +
     `FROM ${d.table(rawName(del.name))} AS x WHERE x.${c('table')} = ${d.str(t.name)}` +
     `) AS dl WHERE dl.${c('_rn')} = 1`
   );
 }
 
 /** The merge source of a top-level table: each key's latest version and whether it is gone. */
-function topLevelSource(plan: Plan, t: TablePlan, d: Dialect): string {
+function topLevelSource(plan: Plan, t: TablePlan, d: SqlDialect): string {
   const c = (n: string): string => d.ident(n);
   const gone = [
     `(snap.${c('run_id')} IS NOT NULL AND v.${c('_last_run')} < snap.${c('run_id')})`,
@@ -74,10 +147,10 @@ function topLevelSource(plan: Plan, t: TablePlan, d: Dialect): string {
   ].join(' OR ');
   return (
     `SELECT ${selectList(t, d, 'v')}, (${gone}) AS ${c('_gone')} FROM (` +
-    `SELECT r.*, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'r')} ORDER BY ${orderBy(t, d, 'r')}) AS ${c('_rn')}, ` +
+    `SELECT r.*, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'r')} ORDER BY ${versionOrder(t, d, 'r')}) AS ${c('_rn')}, ` +
     `MAX(r.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_run')}, ` +
     `MAX(r.${c('_extracted_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_seen')} ` +
-    `FROM ${d.table(rawName(t.name))} AS r) AS v ` +
+    `FROM ${rawRows(t, d)} AS r) AS v ` +
     `LEFT JOIN (SELECT s.${c('school_id')}, MAX(s.${c('run_id')}) AS ${c('run_id')} FROM ${d.table(SNAPSHOTS_TABLE)} AS s ` +
     `WHERE s.${c('table_name')} = ${d.str(t.name)} GROUP BY s.${c('school_id')}) AS snap ON snap.${c('school_id')} = v.${c('_school_id')} ` +
     (t.appliesDeletions
@@ -91,30 +164,36 @@ function topLevelSource(plan: Plan, t: TablePlan, d: Dialect): string {
  * The merge source of a child table: per key, prefer a row staged with its parent's current
  * version (same school, parent id and _run_id); a key without one is gone.
  */
-function childSource(t: TablePlan, d: Dialect): string {
+function childSource(t: TablePlan, d: SqlDialect): string {
   const parent = t.parent;
   if (!parent) throw new Error('childSource without a parent');
   const c = (n: string): string => d.ident(n);
   return (
     `SELECT ${selectList(t, d, 'v')}, (v.${c('_parent_run')} IS NULL) AS ${c('_gone')} FROM (` +
     `SELECT r.*, p.${c('_run_id')} AS ${c('_parent_run')}, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'r')} ` +
-    `ORDER BY CASE WHEN p.${c('_run_id')} IS NULL THEN 1 ELSE 0 END, ${orderBy(t, d, 'r')}) AS ${c('_rn')} ` +
+    `ORDER BY CASE WHEN p.${c('_run_id')} IS NULL THEN 1 ELSE 0 END, ${versionOrder(t, d, 'r')}) AS ${c('_rn')} ` +
     `FROM ${d.table(rawName(t.name))} AS r LEFT JOIN ${d.table(parent.table)} AS p ` +
-    `ON p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')}` +
+    `ON p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')} ` +
+    `WHERE r.${c('_school_id')} IN (${touchedSchools(d)})` +
     `) AS v WHERE v.${c('_rn')} = 1`
   );
 }
 
-function selectList(t: TablePlan, d: Dialect, alias: string): string {
-  return t.columns.map((col) => `${d.finalValue(`${alias}.${d.ident(col.name)}`, col.type)} AS ${d.ident(col.name)}`).join(', ');
+function selectList(t: TablePlan, d: SqlDialect, alias: string): string {
+  return t.columns
+    .map((col) => {
+      const source = t.maskable.includes(col.name) ? filled(col.name) : col.name;
+      return `${d.finalValue(`${alias}.${d.ident(source)}`, col.type)} AS ${d.ident(col.name)}`;
+    })
+    .join(', ');
 }
 
 /** The source query alone: tests parse it where a SQL parser cannot parse MERGE. */
-export function mergeSource(plan: Plan, t: TablePlan, d: Dialect): string {
+export function mergeSource(plan: Plan, t: TablePlan, d: SqlDialect): string {
   return t.parent ? childSource(t, d) : topLevelSource(plan, t, d);
 }
 
-export function mergeStatement(plan: Plan, t: TablePlan, d: Dialect): string {
+export function mergeStatement(plan: Plan, t: TablePlan, d: SqlDialect): string {
   const c = (n: string): string => d.ident(n);
   const on = ['_school_id', ...t.key].map((k) => `tgt.${c(k)} IS NOT DISTINCT FROM src.${c(k)}`).join(' AND ');
   const cols = t.columns.map((col) => c(col.name));
@@ -131,6 +210,89 @@ export function mergeStatement(plan: Plan, t: TablePlan, d: Dialect): string {
 }
 
 /** Merges in dependency order: a child's source reads its parent's merged current state. */
-export function mergeStatements(plan: Plan, d: Dialect): string[] {
+export function mergeStatements(plan: Plan, d: SqlDialect): string[] {
   return plan.tables.map((t) => mergeStatement(plan, t, d));
+}
+
+/**
+ * Keeps the staged history bounded: per key, only the rows the merge can still pick (the latest
+ * version, and the rows of the last run that saw the key, which decide snapshot removal), child
+ * rows staged with a kept parent row, and the latest snapshot per (school, table). The merge
+ * over the compacted history gives the same result as over the full history, also when a task
+ * committed earlier is applied late. Deletion records are small and kept whole. Rows are named
+ * by (key, _run_id, _extracted_at, updated_at), so the statements need no row ids.
+ */
+export function compactStatements(plan: Plan, d: SqlDialect): string[] {
+  const out: string[] = [];
+  const c = (n: string): string => d.ident(n);
+  for (const t of plan.tables) {
+    if (t.parent || t === plan.deletions) continue;
+    const hasUpdatedAt = t.versionOrder[0] === 'updated_at';
+    const ident = [...t.key, '_run_id', '_extracted_at', ...(hasUpdatedAt ? ['updated_at'] : [])];
+    const raw = d.table(rawName(t.name));
+    const same = (k: string): string => `(k.${c(k)} = r.${c(k)} OR (k.${c(k)} IS NULL AND r.${c(k)} IS NULL))`;
+    // Rows of the latest version read with other columns masked supply those columns' values:
+    // the latest row per distinct set of masked columns is kept (a handful of tokens, not one
+    // row per night).
+    const maskedKeep =
+      t.maskable.length > 0
+        ? `, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')}, x.${c('updated_at')}, COALESCE(m.cols, '') ` +
+          `ORDER BY x.${c('_extracted_at')} ${d.descNullsLast}, x.${c('_run_id')} ${d.descNullsLast}) AS ${c('_mask_rn')}, ` +
+          `MAX(x.${c('updated_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_latest')}`
+        : '';
+    const keep = [
+      `k.${c('_rn')} = 1`,
+      `k.${c('_run_id')} = k.${c('_last_run')}`,
+      ...(maskedKeep
+        ? [
+            `(k.${c('_mask_rn')} = 1 AND (k.${c('updated_at')} = k.${c('_latest')} OR (k.${c('updated_at')} IS NULL AND k.${c('_latest')} IS NULL)))`,
+          ]
+        : []),
+    ].join(' OR ');
+    out.push(
+      `DELETE FROM ${raw} r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
+        `SELECT 1 FROM (SELECT x.${c('_school_id')}, ${ident.map((k) => `x.${c(k)}`).join(', ')}, ` +
+        `ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')} ORDER BY ${versionOrder(t, d, 'x')}) AS ${c('_rn')}, ` +
+        `MAX(x.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_last_run')}${maskedKeep} ` +
+        `FROM ${raw} AS x${maskedJoin(t, d, 'x')} WHERE x.${c('_school_id')} IN (${touchedSchools(d)})) AS k ` +
+        `WHERE (${keep}) AND k.${c('_school_id')} = r.${c('_school_id')} AND ${ident.map(same).join(' AND ')})`,
+    );
+  }
+  for (const t of plan.tables) {
+    if (!t.parent) continue;
+    out.push(
+      `DELETE FROM ${d.table(rawName(t.name))} r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
+        `SELECT 1 FROM ${d.table(rawName(t.parent.table))} AS p ` +
+        `WHERE p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(t.parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')})`,
+    );
+  }
+  out.push(
+    `DELETE FROM ${d.table(SNAPSHOTS_TABLE)} s WHERE s.${c('run_id')} < (SELECT MAX(x.${c('run_id')}) FROM ${d.table(SNAPSHOTS_TABLE)} AS x ` +
+      `WHERE x.${c('school_id')} = s.${c('school_id')} AND x.${c('table_name')} = s.${c('table_name')})`,
+  );
+  return out;
+}
+
+/**
+ * A purge (access revoked) removes every row of the school staged from runs that started
+ * before it, from every current-state and raw table. `purges` is a query of (run_id, school_id).
+ */
+export function purgeStatements(plan: Plan, d: SqlDialect, purges: string): string[] {
+  const c = (n: string): string => d.ident(n);
+  return plan.tables.flatMap((t) =>
+    [rawName(t.name), t.name].map(
+      (name) =>
+        `DELETE FROM ${d.table(name)} r WHERE EXISTS (SELECT 1 FROM (${purges}) AS p ` +
+        `WHERE p.${c('school_id')} = r.${c('_school_id')} AND r.${c('_run_id')} < p.${c('run_id')})`,
+    ),
+  );
+}
+
+export function markMergedSql(d: SqlDialect): string {
+  return `UPDATE ${d.table(TASKS_TABLE)} SET ${d.ident('merged_at')} = ${d.now} WHERE ${d.ident('merged_at')} IS NULL`;
+}
+
+/** Everything after staging: merge the touched schools, compact their history, mark them merged. */
+export function mergeAndCompact(plan: Plan, d: SqlDialect, opts: { keepHistory?: boolean } = {}): string[] {
+  return [...mergeStatements(plan, d), ...(opts.keepHistory ? [] : compactStatements(plan, d)), markMergedSql(d)];
 }

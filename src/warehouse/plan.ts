@@ -19,6 +19,13 @@ export interface TablePlan {
   parent?: { table: string; column: string };
   /** Rows are removed by deletion records of this table (top-level tables keyed by id). */
   appliesDeletions: boolean;
+  /**
+   * Columns a token without a property's scope reads as null (declared nullable data columns),
+   * when the table has updated_at to tell a row's versions apart: for these, a null from a task
+   * that recorded the column as scope-masked never replaces a value read with the scope for the
+   * same version. Empty for child tables (they follow their parent's row).
+   */
+  maskable: string[];
 }
 
 export interface Plan {
@@ -27,8 +34,17 @@ export interface Plan {
   deletions?: TablePlan;
 }
 
-export const RUNS_TABLE = '_school_export_runs';
+/** Applied task keys: what this warehouse has loaded (see merge-sql.ts bookkeepingDdl). */
+export const TASKS_TABLE = '_school_export_tasks';
 export const SNAPSHOTS_TABLE = '_school_export_snapshots';
+/** (run, school, table, column) of columns a run's token could not read (scope-masked nulls). */
+export const MASKED_TABLE = '_school_export_masked';
+/** Manifest documents `warehouse load` has read to the end (it skips them next time). */
+export const MANIFESTS_TABLE = '_school_export_manifests';
+/** What loaders before task keys recorded (run ids or part keys); `warehouse load` migrates it. */
+export const LEGACY_RUNS_TABLE = '_school_export_runs';
+/** The resource name under which a purge is recorded as an applied task. */
+export const PURGE_RESOURCE = '_purge';
 export const DELETIONS_TABLE = 'deletions';
 export const rawName = (table: string): string => `_raw_${table}`;
 
@@ -53,6 +69,8 @@ export function buildPlan(schemas: TableSchema[]): Plan {
   const plans = schemas.map((s): TablePlan => {
     const names = new Set(s.columns.map((c) => c.name));
     const parent = findParent(s, schemas);
+    const maskable =
+      !parent && names.has('updated_at') ? s.columns.filter((c) => c.nullable && !c.name.startsWith('_') && !s.key.includes(c.name)) : [];
     return {
       name: s.name,
       columns: names.has(EXTRA_COLUMN.name) ? s.columns : [...s.columns, EXTRA_COLUMN],
@@ -60,6 +78,7 @@ export function buildPlan(schemas: TableSchema[]): Plan {
       versionOrder: [...(names.has('updated_at') ? ['updated_at'] : []), '_extracted_at', '_run_id'],
       ...(parent ? { parent } : {}),
       appliesDeletions: hasDeletions && s.name !== DELETIONS_TABLE && !parent && s.key.length === 1 && s.key[0] === 'id',
+      maskable: maskable.map((c) => c.name),
     };
   });
   // Children are merged after their parents' current state is known.

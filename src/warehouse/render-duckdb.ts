@@ -1,146 +1,114 @@
-import { EXTRA_COLUMN, type ColumnType } from '../table.ts';
-import { duckdbDialect, standardString as sqlString } from './dialects.ts';
-import { ddlStatements, mergeStatements } from './merge-sql.ts';
-import type { Manifest } from '../manifest/types.ts';
-import { RUNS_TABLE, SNAPSHOTS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
-import { runRecords } from './run-records.ts';
+import { resolve } from 'node:path';
+import { ConfigError } from '../errors.ts';
+import type { ColumnType } from '../table.ts';
+import {
+  T,
+  applyStatements,
+  checkStatements,
+  manifestStatements,
+  pendingStatements,
+  setupStatements,
+  stageName,
+  stageTableStatements,
+  stagedCountStatements,
+  type NightlyParts,
+} from './nightly.ts';
+import type { Plan } from './plan.ts';
+import { jsonPath, standardString, type ScriptOptions, type SqlDialect, type WarehouseDialect } from './sql-dialect.ts';
 
-/**
- * The DuckDB rendering: the statements loadIntoDuckDb runs. Staging one file is one INSERT ...
- * BY NAME from DuckDB's own reader with the declared types, so a value that does not fit its
- * column fails the load instead of turning into NULL.
- */
+const DUCKDB_TYPES: Record<ColumnType, string> = {
+  string: 'VARCHAR',
+  integer: 'BIGINT',
+  double: 'DOUBLE',
+  boolean: 'BOOLEAN',
+  // Instants: Parquet TIMESTAMP_MICROS (UTC-adjusted) reads as TIMESTAMPTZ; ISO text with Z casts exactly.
+  timestamp: 'TIMESTAMPTZ',
+  json: 'JSON',
+};
 
-export type FileFormat = 'ndjson' | 'csv' | 'parquet';
-
-const d = duckdbDialect();
-
-export function formatOfPath(path: string): FileFormat | undefined {
-  if (/\.ndjson(\.gz)?$/.test(path)) return 'ndjson';
-  if (/\.csv(\.gz)?$/.test(path)) return 'csv';
-  if (path.endsWith('.parquet')) return 'parquet';
-  return undefined;
-}
-
-/**
- * NDJSON: each line is read as a JSON object and the declared columns are cast from it (a key
- * absent is NULL; a value that does not fit its type fails the load). Undeclared keys (schema
- * drift, which the NDJSON writer keeps as keys) are folded into `_extra`, as CSV and Parquet carry
- * them. JSON columns hold JSON text in every format, so their text is parsed.
- */
-export function stageNdjsonSql(t: TablePlan, absPath: string): string {
-  const declared = t.columns.filter((c) => c.name !== EXTRA_COLUMN.name);
-  const select = declared.map((c) => `${castTo(`json->>${sqlString(c.name)}`, c.type)} AS ${d.ident(c.name)}`);
-  const dropDeclared = sqlString(JSON.stringify(Object.fromEntries(declared.map((c) => [c.name, null]))));
-  if (t.columns.some((c) => c.name === EXTRA_COLUMN.name)) {
-    select.push(`CAST(NULLIF(json_merge_patch(json, ${dropDeclared}), '{}') AS JSON) AS ${d.ident(EXTRA_COLUMN.name)}`);
-  }
-  return (
-    `INSERT INTO ${d.table(rawName(t.name))} BY NAME SELECT ${select.join(', ')} ` +
-    `FROM read_ndjson_objects(${sqlString(absPath)}, hive_partitioning = false)`
-  );
-}
-
-/** Describes the file's columns, for CSV and Parquet, whose column sets vary with the writer's options. */
-export function describeSql(format: 'csv' | 'parquet', absPath: string): string {
-  return `DESCRIBE SELECT * FROM ${reader(format, absPath)}`;
-}
-
-/** CSV (read as text) and Parquet: cast the declared columns the file has, by name. */
-export function stageByNameSql(t: TablePlan, format: 'csv' | 'parquet', absPath: string, present: Set<string>): string {
-  const cols = t.columns.filter((c) => present.has(c.name));
-  const select = cols.map((c) => `${castTo(d.ident(c.name), c.type)} AS ${d.ident(c.name)}`).join(', ');
-  return `INSERT INTO ${d.table(rawName(t.name))} BY NAME SELECT ${select} FROM ${reader(format, absPath)}`;
-}
-
-function castTo(expr: string, type: ColumnType): string {
-  return `CAST(${expr} AS ${d.rawType(type)})`;
-}
-
-function reader(format: 'csv' | 'parquet', absPath: string): string {
-  return format === 'csv'
-    ? `read_csv(${sqlString(absPath)}, header = true, all_varchar = true, allow_quoted_nulls = false, hive_partitioning = false, union_by_name = true)`
-    : `read_parquet(${sqlString(absPath)}, hive_partitioning = false, union_by_name = true)`;
-}
-
-export function recordRunSql(runId: string, manifestPath: string): string {
-  return `INSERT INTO ${d.table(RUNS_TABLE)} VALUES (${sqlString(runId)}, ${sqlString(manifestPath)}, now(), NULL)`;
-}
-
-/** Runs staged but not yet merged: a load interrupted between staging and merging still merges. */
-export const unmergedRunsSql = `SELECT count(*)::BIGINT AS n FROM ${d.table(RUNS_TABLE)} WHERE merged_at IS NULL`;
-export const markMergedSql = `UPDATE ${d.table(RUNS_TABLE)} SET merged_at = now() WHERE merged_at IS NULL`;
-
-export function recordSnapshotsSql(rows: { runId: string; schoolId: string; table: string }[]): string {
-  const values = rows.map((r) => `(${sqlString(r.runId)}, ${sqlString(r.schoolId)}, ${sqlString(r.table)})`).join(', ');
-  return `INSERT INTO ${d.table(SNAPSHOTS_TABLE)} VALUES ${values}`;
-}
-
-/** Columns added to a schema after the database was created are added to both tables. */
-export function addColumnsSql(t: TablePlan): string[] {
-  return t.columns.flatMap((c) =>
-    [rawName(t.name), t.name].map((tbl) => `ALTER TABLE ${d.table(tbl)} ADD COLUMN IF NOT EXISTS ${d.ident(c.name)} ${d.rawType(c.type)}`),
-  );
-}
-
-export const duckdbDdl = (plan: Plan): string[] => ddlStatements(plan, d);
-export const duckdbMerges = (plan: Plan): string[] => mergeStatements(plan, d);
-
-/**
- * Statements for the DuckDB CLI over a local export. With the manifests, each committed file is
- * staged by its own statement (its format from its extension) and the runs and snapshots are
- * recorded; without them each table's folder is globbed (a file left by a crash would load, a
- * folder without files fails, full snapshots are unknown). `warehouse load` does the same as the
- * manifest form and also checks checksums and skips runs already applied.
- */
-export function renderDuckDb(plan: Plan, location: string, manifests?: readonly Manifest[]): string[] {
-  const base = location.replace(/\/+$/, '');
-  const all = (t: TablePlan) => new Set(t.columns.map((c) => c.name)); // the writers write every declared column and _extra
-  const stage = (t: TablePlan, path: string): string => {
-    const format = formatOfPath(path) ?? 'parquet';
-    return format === 'ndjson' ? stageNdjsonSql(t, path) : stageByNameSql(t, format, path, all(t));
+export function duckdbSql(): SqlDialect {
+  const str = standardString;
+  return {
+    name: 'duckdb',
+    ident: (n) => `"${n}"`,
+    str,
+    table: (n) => `"${n}"`,
+    temp: (n) => `"${n}"`,
+    rawType: (t) => DUCKDB_TYPES[t],
+    finalType: (t) => DUCKDB_TYPES[t],
+    finalValue: (e) => e,
+    descNullsLast: 'DESC NULLS LAST',
+    rawNotNull: true,
+    now: 'now()',
+    tableOptions: () => '',
+    json: {
+      str: (e, p) => `json_extract_string(${e}, ${str(jsonPath(p))})`,
+      int: (e, p) => `CAST(json_extract_string(${e}, ${str(jsonPath(p))}) AS BIGINT)`,
+      arrayLength: (e, p) => `json_array_length(${e}, ${str(jsonPath(p))})`,
+      each: (e, p, alias) => ({ from: `, json_each(${e}, ${str(jsonPath(p))}) AS ${alias}`, value: `${alias}.value` }),
+    },
+    fullMatch: (e, pattern) => `regexp_full_match(${e}, ${str(pattern)})`,
+    stringAgg: (e, sep) => `string_agg(${e}, ${str(sep)})`,
+    contains: (h, n) => `contains(${h}, ${n})`,
+    createTemp: (name, select) => `CREATE OR REPLACE TEMP TABLE "${name}" AS ${select}`,
+    // error() runs only for rows the query returns: an empty result passes.
+    failIf: (query, message) => `SELECT error(${message}) FROM (${query}) AS q LIMIT 1`,
+    beginTransaction: 'BEGIN TRANSACTION',
+    commit: 'COMMIT',
   };
-  const out = ["SET TimeZone = 'UTC'", ...duckdbDdl(plan)];
-  if (manifests) {
-    const rec = runRecords(plan, manifests, d, 'now()');
-    for (const t of plan.tables) for (const f of rec.filesByTable.get(t.name) ?? []) out.push(stage(t, `${base}/${f.path}`));
-    out.push(...rec.statements);
-  } else {
-    for (const t of plan.tables) out.push(stage(t, `${base}/${t.name}/*/*/*.parquet`));
-  }
-  return [...out, ...duckdbMerges(plan), ...compactSql(plan), markMergedSql];
 }
 
 /**
- * Keeps the staged history bounded: per key, only the rows the merge can still pick (the latest
- * version, and the rows of the last run that saw the key, which decide snapshot removal), child
- * rows staged with a kept parent row, and the latest snapshot per (school, table). The merge
- * over the compacted history gives the same result as over the full history, also when a run
- * committed earlier is applied late. Deletion records are small and kept whole.
+ * The DuckDB rendering of the static load: what the BigQuery and Snowflake scripts do, run by
+ * the tests against real exports (and usable with the DuckDB CLI: `duckdb -bail FILE < load.sql`).
+ * Manifests are read as newline-delimited JSON, as BigQuery reads them; each table's pending
+ * files are read by a statement built from the pending list (DuckDB's query() runs it), as
+ * BigQuery's EXECUTE IMMEDIATE and Snowflake's do.
  */
-export function compactSql(plan: Plan): string[] {
-  const out: string[] = [];
-  const c = d.ident;
-  for (const t of plan.tables) {
-    if (t.parent || t === plan.deletions) continue;
-    const part = ['_school_id', ...t.key].map((k) => c(k)).join(', ');
-    const order = t.versionOrder.map((k) => `${c(k)} DESC NULLS LAST`).join(', ');
-    out.push(
-      `DELETE FROM ${d.table(rawName(t.name))} WHERE rowid IN (SELECT rid FROM (SELECT rowid AS rid, ${c('_run_id')}, ` +
-        `ROW_NUMBER() OVER (PARTITION BY ${part} ORDER BY ${order}) AS rn, MAX(${c('_run_id')}) OVER (PARTITION BY ${part}) AS last_run ` +
-        `FROM ${d.table(rawName(t.name))}) WHERE rn > 1 AND ${c('_run_id')} <> last_run)`,
-    );
+function script(plan: Plan, opts: ScriptOptions): string[] {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(opts.location)) {
+    throw new ConfigError(`--dest ${opts.location}: the DuckDB script reads a local export directory (use warehouse load for s3://)`);
   }
-  for (const t of plan.tables) {
-    if (!t.parent) continue;
-    out.push(
-      `DELETE FROM ${d.table(rawName(t.name))} AS r WHERE NOT EXISTS (SELECT 1 FROM ${d.table(rawName(t.parent.table))} AS p ` +
-        `WHERE p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(t.parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')})`,
-    );
-  }
-  out.push(
-    `DELETE FROM ${d.table(SNAPSHOTS_TABLE)} AS s WHERE s.${c('run_id')} < (SELECT MAX(x.${c('run_id')}) FROM ${d.table(SNAPSHOTS_TABLE)} AS x ` +
-      `WHERE x.${c('school_id')} = s.${c('school_id')} AND x.${c('table_name')} = s.${c('table_name')})`,
-  );
-  return out;
+  const d = duckdbSql();
+  const parts: NightlyParts = { plan, d, requirePseudonymised: opts.requirePseudonymised ?? false };
+  // The DuckDB CLI reads paths relative to where it runs: the script names the directory absolutely.
+  const base = resolve(opts.location).replace(/\/+$/, '');
+  const c = (n: string): string => d.ident(n);
+  const docs =
+    `SELECT regexp_extract(filename, '_manifests/[^/]+(/[^/]+)?$') AS ${c('manifest')}, json AS ${c('doc')} ` +
+    `FROM read_json_objects(${d.str(`${base}/_manifests/**/*.json`)}, format = 'newline_delimited', filename = true, maximum_object_size = 1073741824)`;
+  const stage = plan.tables.flatMap((t) => {
+    const uri = `replace(${d.str(`${base}/`)} || ${c('path')}, '''', '''''')`;
+    // By name, as BigQuery and Snowflake load: a declared column no file has stays NULL. Only
+    // declared columns: DuckDB adds region/school_id from the folder names whatever
+    // hive_partitioning says.
+    const declared = `COLUMNS(c -> list_contains([${t.columns.map((col) => `''${col.name}''`).join(', ')}], c))`;
+    return [
+      `SET VARIABLE se_stage = (SELECT CASE WHEN COUNT(*) = 0 THEN ${d.str(`SELECT * FROM "${stageName(t.name)}" LIMIT 0`)} ` +
+        `ELSE 'SELECT ${declared} FROM read_parquet([' || ${d.stringAgg(`'''' || ${uri} || ''''`, ', ')} || '], hive_partitioning = false, union_by_name = true)' END ` +
+        `FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)})`,
+      `INSERT INTO ${d.temp(stageName(t.name))} BY NAME SELECT * FROM query(getvariable('se_stage'))`,
+    ];
+  });
+  const staged = (t: { name: string }): string => d.temp(stageName(t.name));
+  return [
+    "SET TimeZone = 'UTC'",
+    ...setupStatements(parts),
+    ...manifestStatements(parts, docs),
+    ...pendingStatements(parts),
+    ...checkStatements(parts),
+    ...stageTableStatements(parts),
+    ...stage,
+    ...stagedCountStatements(parts, staged),
+    d.beginTransaction,
+    ...applyStatements(parts, staged),
+    d.commit,
+  ];
 }
+
+export const duckdb: WarehouseDialect = {
+  name: 'duckdb',
+  location: 'a local export directory',
+  sql: () => duckdbSql(),
+  script,
+};

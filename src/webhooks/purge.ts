@@ -76,7 +76,8 @@ export async function purgeSchool(sink: Sink, schoolId: string, reason: string, 
     purged: [...byRegion].map(([region, files_removed]) => ({ school_id: schoolId, region, reason, files_removed })),
   };
   const manifestPath = `_manifests/${runId}.json`;
-  await sink.writeAtomic(manifestPath, JSON.stringify(manifest, null, 2) + '\n');
+  // One line: warehouses read manifests as newline-delimited JSON (BigQuery).
+  await sink.writeAtomic(manifestPath, JSON.stringify(manifest) + '\n');
   // after the purge manifest: loaders learn of the purge even if a manifest cannot be rewritten
   const { redacted, unreadable } = await redactManifests(sink, schoolId);
   return { manifestPath, manifest, removed: [...data, ...state], redacted, unreadable };
@@ -104,7 +105,7 @@ export async function redactManifests(sink: Sink, schoolId: string): Promise<{ r
         }
         if (!Array.isArray(m.deletions) || !m.deletions.some((d) => d.school_id === schoolId)) return undefined;
         m.deletions = m.deletions.filter((d) => d.school_id !== schoolId);
-        await sink.writeAtomic(p, JSON.stringify(m, null, 1) + '\n');
+        await sink.writeAtomic(p, JSON.stringify(m) + '\n');
         return p;
       }),
     ),

@@ -94,8 +94,7 @@ describe('schools list against the sandbox', () => {
   });
 
   it('the CLI maps --kebab-case filters and prints NDJSON or a table', async () => {
-    const prev = process.env.SCHOOL_API_TOKEN;
-    process.env.SCHOOL_API_TOKEN = sb.tokens.full;
+    vi.stubEnv('SCHOOL_API_TOKEN', sb.tokens.full);
     const writes: string[] = [];
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation((c: any) => (writes.push(String(c)), true));
     try {
@@ -116,7 +115,6 @@ describe('schools list against the sandbox', () => {
         ]);
     } finally {
       spy.mockRestore();
-      process.env.SCHOOL_API_TOKEN = prev;
     }
     expect(writes.join('')).toBe('');
     expect(
@@ -126,24 +124,20 @@ describe('schools list against the sandbox', () => {
         .join(),
     ).toContain('establishment_number=nope');
 
-    process.env.SCHOOL_API_TOKEN = sb.tokens.full;
+    vi.stubEnv('SCHOOL_API_TOKEN', sb.tokens.full);
     const t = io();
-    try {
-      expect(
-        await schoolsList({ ...apiArgs(), state: 'approved', json: false }, { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) }),
-      ).toBe(6);
-      const j = io();
-      await schoolsList({ ...apiArgs(), state: 'declined', json: true }, j.io);
-      expect(
-        j
-          .text()
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l).id),
-      ).toEqual(['A9004']);
-    } finally {
-      process.env.SCHOOL_API_TOKEN = prev;
-    }
+    expect(
+      await schoolsList({ ...apiArgs(), state: 'approved', json: false }, { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) }),
+    ).toBe(6);
+    const j = io();
+    await schoolsList({ ...apiArgs(), state: 'declined', json: true }, j.io);
+    expect(
+      j
+        .text()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).id),
+    ).toEqual(['A9004']);
     const lines = t.text().trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+NAME/);
     expect(lines).toHaveLength(7);
@@ -191,16 +185,11 @@ describe('schools show against the sandbox', () => {
 
   it('renders the report on a terminal', async () => {
     const t = io();
-    const prev = process.env.SCHOOL_API_TOKEN;
-    process.env.SCHOOL_API_TOKEN = sb.tokens.full;
-    try {
-      await schoolsShow(
-        { ...apiArgs(), id: 'A1001', json: false, 'with-user-type': true },
-        { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) },
-      );
-    } finally {
-      process.env.SCHOOL_API_TOKEN = prev;
-    }
+    vi.stubEnv('SCHOOL_API_TOKEN', sb.tokens.full);
+    await schoolsShow(
+      { ...apiArgs(), id: 'A1001', json: false, 'with-user-type': true },
+      { ...t.io, out: Object.assign(t.io.out, { isTTY: true }) },
+    );
     expect(t.text()).toMatch(/^A1001 {2}St Mary's/);
     expect(t.text()).toContain('acl\n  mode whitelist   ids 3   student 2, contact 1');
   });
@@ -208,13 +197,8 @@ describe('schools show against the sandbox', () => {
 
 describe('access request and revoke against the sandbox', () => {
   const withToken = async <T>(fn: () => Promise<T>) => {
-    const prev = process.env.SCHOOL_API_TOKEN;
-    process.env.SCHOOL_API_TOKEN = sb.tokens.full;
-    try {
-      return await fn();
-    } finally {
-      process.env.SCHOOL_API_TOKEN = prev;
-    }
+    vi.stubEnv('SCHOOL_API_TOKEN', sb.tokens.full);
+    return await fn();
   };
 
   it('request moves a declined school to pending, at its regional domain, with the contacts sent', async () => {

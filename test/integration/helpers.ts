@@ -7,7 +7,7 @@ import { runExport } from '../../src/pipeline/run.ts';
 import type { Sandbox } from '../../src/sandbox/index.ts';
 import { compileFlattener } from '../../src/flatten/index.ts';
 import { tableSchemas } from '../../src/resources/index.ts';
-import { selectResources } from '../../src/pipeline/plan.ts';
+import { selectResources } from '../../src/resources/index.ts';
 import type { Row, TableSchema } from '../../src/table.ts';
 import { stripMeta } from '../helpers/read-exports.ts';
 

@@ -10,7 +10,7 @@ import { runExport } from '../../src/pipeline/run.ts';
 import { resolveRunConfig } from '../../src/config/resolve.ts';
 import type { PipelineConfig } from '../../src/config/schema.ts';
 import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
-import { selectResources } from '../../src/pipeline/plan.ts';
+import { selectResources } from '../../src/resources/index.ts';
 import { tableSchemas } from '../../src/resources/index.ts';
 import { createPseudonymiser, PseudonymiseKey, PSEUDONYM_RE } from '../../src/privacy/pseudonym.ts';
 import type { Manifest, SchoolState } from '../../src/manifest/types.ts';

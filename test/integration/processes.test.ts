@@ -45,17 +45,16 @@ describe('separate processes', () => {
   it('a run killed with SIGKILL mid-task loses nothing, and no file it left behind is listed', async () => {
     const tmp = tempDir('kill-');
     try {
-      sb.control.latency(40);
       const p = cli(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--per-page', '25', '--concurrency', '2']);
-      // Kill once some task has committed (a manifest part exists) but the run is not finished.
-      const deadline = Date.now() + 30_000;
-      while (!walk(join(tmp.dir, '_manifests')).some((f) => f.includes('/part-')) && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      // Kill once some task has committed (its JSON log line says so) but the run is not finished:
+      // the sandbox holds a later page until then.
+      const held = sb.control.hold({ school: 'A1003', resource: 'achievements', page: 3 });
+      await new Promise<void>((res) => p.child.stderr!.on('data', (d: Buffer) => String(d).includes('"event":"task_done"') && res()));
+      await held.reached;
       p.child.kill('SIGKILL');
       const killed = await p.done;
+      held.release();
       expect(killed.signal).toBe('SIGKILL');
-      sb.control.latency(0);
       const before = readManifests(tmp.dir);
       expect(before.length).toBeGreaterThan(0);
       expect(walk(join(tmp.dir, '_manifests')).some((f) => /^[^/]+\.json$/.test(f))).toBe(false); // no whole-run manifest

@@ -6,7 +6,7 @@ import { runExport } from '../../src/pipeline/run.ts';
 import { resolveRunConfig } from '../../src/config/resolve.ts';
 import { readManifests, readRows } from '../helpers/read-exports.ts';
 import { compileFlattener } from '../../src/flatten/index.ts';
-import { selectResources } from '../../src/pipeline/plan.ts';
+import { selectResources } from '../../src/resources/index.ts';
 import { exportOnce, sandboxConfig, tempDir } from './helpers.ts';
 
 describe('run behaviour', () => {

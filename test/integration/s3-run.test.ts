@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -16,18 +16,19 @@ describe('export to S3 (s3rver)', () => {
   let sb: Sandbox;
   let store: S3rverHandle;
   let s3: S3Client;
-  const env = { ...process.env };
 
   beforeAll(async () => {
     store = await startS3rver();
-    process.env.AWS_ACCESS_KEY_ID = S3RVER_CREDENTIALS.accessKeyId;
-    process.env.AWS_SECRET_ACCESS_KEY = S3RVER_CREDENTIALS.secretAccessKey;
-    process.env.AWS_REGION = 'us-east-1';
     s3 = new S3Client({ endpoint: store.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3RVER_CREDENTIALS });
     sb = await startSandbox({ seed: 21, schools: 3, achievementsPerSchool: 150, bigSchools: { A1003: 30_000 } });
   });
+  // The SDK's credential chain reads them; unstubbed after each test (vitest.config.ts unstubEnvs).
+  beforeEach(() => {
+    vi.stubEnv('AWS_ACCESS_KEY_ID', S3RVER_CREDENTIALS.accessKeyId);
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3RVER_CREDENTIALS.secretAccessKey);
+    vi.stubEnv('AWS_REGION', 'us-east-1');
+  });
   afterAll(async () => {
-    process.env = env;
     await sb?.close();
     await store?.close();
     s3?.destroy();

@@ -1,5 +1,6 @@
+import { selectResources } from '../../src/resources/index.ts';
 import { describe, expect, it } from 'vitest';
-import { planTask, selectResources, type PlanSettings } from '../../src/pipeline/plan.ts';
+import { planTask, type PlanSettings } from '../../src/pipeline/plan.ts';
 import { updatedAfterParam } from '../../src/manifest/state.ts';
 import type { ResourceState, SchoolDirective, SchoolState } from '../../src/manifest/types.ts';
 import type { ResourceSpec } from '../../src/resources/types.ts';

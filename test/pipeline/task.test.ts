@@ -1,3 +1,4 @@
+import { selectResources } from '../../src/resources/index.ts';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -11,7 +12,7 @@ import { newRunId } from '../../src/manifest/run-id.ts';
 import { readState, writeDirective, writeState } from '../../src/manifest/state-store.ts';
 import type { ManifestTask, ResourceState } from '../../src/manifest/types.ts';
 import { CheckpointPolicy } from '../../src/pipeline/checkpoints.ts';
-import { discoverSchools, planTask, selectResources, type PlanSettings } from '../../src/pipeline/plan.ts';
+import { discoverSchools, planTask, type PlanSettings } from '../../src/pipeline/plan.ts';
 import { admitPiece, commitPiece } from '../../src/pipeline/task-commit.ts';
 import { runTask, type SchoolRef, type TaskEvent, type TaskPlan, type TaskResult } from '../../src/pipeline/task.ts';
 import type { ResourceSpec } from '../../src/resources/types.ts';

@@ -1,11 +1,11 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSink } from '../../src/sink/index.ts';
-import { warehouseLoad, warehouseSql } from '../../src/warehouse/commands.ts';
+import { compactManifests, warehouseLoad, warehouseSql } from '../../src/warehouse/commands.ts';
 import { S3RVER_CREDENTIALS, startS3rver, type S3rverHandle } from '../helpers/s3rver.ts';
-import { dirSource, dump, SCHEMAS, writeRun } from './fixtures.ts';
+import { dirSource, dump, runStaticScript, SCHEMAS, writeRun } from './fixtures.ts';
 
 const R1 = '20240101T000000Z-0001';
 const R2 = '20240201T000000Z-0002';
@@ -64,19 +64,30 @@ describe('warehouse commands', () => {
     expect(progress).toContain(`applying run ${R1}`);
   });
 
-  it('warehouse sql reads manifests from a readable copy and leaves out runs already loaded', async () => {
-    const sql = await warehouseSql({
-      dialect: 'snowflake',
-      dest: 's3://bucket/exports',
-      manifestsFrom: join(dir, 'export'),
-      after: R1,
-      tables: SCHEMAS,
-    });
-    expect(sql).toContain(`-- Runs: ${R2}`);
-    expect(sql).toContain(`FILES = ('region=uk/school_id=A1/${R2}-0001.parquet')`);
-    expect(sql).not.toContain(`${R1}-0001.parquet`);
-    const gs = await warehouseSql({ dialect: 'bigquery', dest: 'gs://bucket/exports', tables: SCHEMAS });
-    expect(gs).toContain("uris = ['gs://bucket/exports/achievements/*.parquet']");
+  it('warehouse sql renders a static script: the same text whatever has been exported or loaded', () => {
+    const render = () => warehouseSql({ dialect: 'snowflake', location: 's3://bucket/exports', tables: SCHEMAS });
+    const sql = render();
+    expect(sql).toContain('@school_export_stage/_manifests/');
+    expect(sql).not.toContain(R1);
+    expect(sql).toBe(render());
+    const bq = warehouseSql({ dialect: 'bigquery', location: 'gs://bucket/exports', tables: SCHEMAS });
+    expect(bq).toContain("uris = ['gs://bucket/exports/_manifests/*']");
+  });
+
+  it('rewrites the indented manifests of older exports on one line, which the static script needs', async () => {
+    const old = join(dir, 'old-export');
+    await writeRun(old, R1, 'parquet', [
+      { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [row('A10', 1, '2024-01-01')] } },
+    ]);
+    const path = join(old, '_manifests', `${R1}.json`);
+    const manifest = JSON.parse(await readFile(path, 'utf8')) as unknown;
+    await writeFile(path, JSON.stringify(manifest, null, 1) + '\n');
+    await expect(runStaticScript(old, join(dir, 'old.duckdb'))).rejects.toThrow(/JSON/);
+    expect(await compactManifests({ dest: old })).toBe(1);
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual(manifest);
+    expect(await compactManifests({ dest: old })).toBe(0);
+    await runStaticScript(old, join(dir, 'new.duckdb'));
+    expect(await dump(join(dir, 'new.duckdb'), 'SELECT id FROM achievements')).toEqual([{ id: 'A10' }]);
   });
 
   it('refuses a bad --into and a --dest that is not an export', async () => {

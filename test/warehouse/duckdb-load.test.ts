@@ -2,42 +2,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Row } from '../../src/table.ts';
 import { loadIntoDuckDb } from '../../src/warehouse/duckdb-load.ts';
 import { dirSource, dump, SCHEMAS, writeRun, writeTableFile, meta, type Format } from './fixtures.ts';
-
-const R1 = '20240101T000000Z-0001';
-const R2 = '20240201T000000Z-0002';
-const R3 = '20240301T000000Z-0003';
-const R4 = '20240401T000000Z-0004';
-
-const ach = (id: string, points: number, updated: string, extra: Partial<Row> = {}): Row => ({
-  id,
-  points,
-  score: points / 2,
-  comment: `c${id}`,
-  parents_notified: points > 2,
-  details: JSON.stringify({ p: points }),
-  updated_at: `${updated}T00:00:00.000000Z`,
-  updated_at__timezone: 'Europe/London',
-  ...extra,
-});
-const stu = (achievement_id: string, id: string): Row => ({ achievement_id, id });
-const del = (id: string, deleted: string | null, restored: string | null = null): Row => ({
-  type: 'achievement',
-  id,
-  mis_id: `m${id}`,
-  deleted_at: deleted && `${deleted}T00:00:00.000000Z`,
-  deleted_at__timezone: deleted && 'UTC',
-  restored_at: restored && `${restored}T00:00:00.000000Z`,
-  restored_at__timezone: restored && 'UTC',
-  detected_by: 'api',
-  table: 'achievements',
-});
-
-const ACH_SQL = `SELECT _school_id, id, points, score, comment, parents_notified, details::VARCHAR AS details, updated_at::VARCHAR AS updated_at, _extra::VARCHAR AS _extra, _run_id FROM achievements ORDER BY _school_id, id`;
-const STU_SQL = `SELECT _school_id, achievement_id, id, _run_id FROM achievement_students ORDER BY ALL`;
-const ids = (rows: Record<string, unknown>[]): string[] => rows.map((r) => `${r._school_id}/${r.id}`);
+import { ach, ACH_SQL, del, ids, R1, R2, R3, R4, stu, STU_SQL, writeFirstTwoRuns, writeLaterRuns } from './scenarios.ts';
 
 let dir: string;
 let dest: string;
@@ -51,96 +18,9 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Run 1 full, run 2 incremental: updates, a deletion, a new row, a child dropped. */
-async function writeFirstTwoRuns(format: Format): Promise<void> {
-  await writeRun(dest, R1, format, [
-    {
-      school: 'A1',
-      resource: 'achievements',
-      mode: 'full',
-      tables: {
-        achievements: [ach('A10', 1, '2024-01-01'), ach('A11', 2, '2024-01-01'), ach('A12', 3, '2024-01-01')],
-        achievement_students: [stu('A10', 'A900'), stu('A10', 'A901'), stu('A11', 'A902')],
-      },
-    },
-    // Same ids at another school: rows are per school.
-    {
-      school: 'A2',
-      resource: 'achievements',
-      mode: 'full',
-      tables: { achievements: [ach('A10', 7, '2024-01-01')], achievement_students: [] },
-    },
-    { school: 'A1', resource: 'school_meta', mode: 'full', tables: { school_meta: [{ online: true, approved: true }] } },
-    {
-      school: 'A1',
-      resource: 'school_permissions',
-      mode: 'full',
-      tables: {
-        school_permissions: [
-          { identity: 'achievements.read', approved: true },
-          { identity: 'students.read', approved: true },
-        ],
-      },
-    },
-  ]);
-  await writeRun(dest, R2, format, [
-    {
-      school: 'A1',
-      resource: 'achievements',
-      mode: 'incremental',
-      tables: {
-        achievements: [
-          ach('A10', 5, '2024-02-01', { comment: 'with, "quotes"\nand a newline', details: null }),
-          ach('A13', 4, '2024-02-01', { comment: '', house: 'red' }),
-        ],
-        achievement_students: [stu('A10', 'A900')], // A901 no longer attached to A10
-      },
-    },
-    {
-      school: 'A1',
-      resource: 'deletions',
-      mode: 'incremental',
-      tables: { deletions: [del('A11', '2024-02-02'), del('A12', '2024-02-02')] },
-    },
-    { school: 'A1', resource: 'school_meta', mode: 'full', tables: { school_meta: [{ online: false, approved: true }] } },
-    // A failed task: even if its files were listed, they must not load.
-    {
-      school: 'A2',
-      resource: 'achievements',
-      mode: 'incremental',
-      status: 'failed',
-      tables: { achievements: [ach('A10', 99, '2024-02-01')] },
-    },
-  ]);
-}
-
-/** Run 3 restores A12; run 4 is a full snapshot without A13 (gone) and with a new A14. */
-async function writeLaterRuns(format: Format): Promise<void> {
-  await writeRun(dest, R3, format, [
-    { school: 'A1', resource: 'deletions', mode: 'incremental', tables: { deletions: [del('A12', '2024-02-02', '2024-03-01')] } },
-  ]);
-  await writeRun(dest, R4, format, [
-    {
-      school: 'A1',
-      resource: 'achievements',
-      mode: 'full',
-      tables: {
-        achievements: [ach('A10', 5, '2024-02-01'), ach('A12', 3, '2024-01-01'), ach('A14', 1, '2024-03-15')],
-        achievement_students: [stu('A10', 'A900'), stu('A14', 'A903')],
-      },
-    },
-    {
-      school: 'A1',
-      resource: 'school_permissions',
-      mode: 'full',
-      tables: { school_permissions: [{ identity: 'achievements.read', approved: true }] },
-    },
-  ]);
-}
-
 describe.each<Format>(['ndjson', 'ndjson.gz', 'csv', 'parquet'])('loadIntoDuckDb from %s files', (format) => {
   it('builds current state across runs, applies only new runs, and is idempotent', async () => {
-    await writeFirstTwoRuns(format);
+    await writeFirstTwoRuns(dest, format);
     // A file a crash left behind: on disk, in no manifest.
     const stray = join(dest, `achievements/region=uk/school_id=A1/20240115T000000Z-0009-0001.${format}`);
     const strayRows = meta([ach('A66', 6, '2024-01-15')], 'A1', '20240115T000000Z-0009', '2024-01-15T00:00:00.000000Z');
@@ -179,7 +59,7 @@ describe.each<Format>(['ndjson', 'ndjson.gz', 'csv', 'parquet'])('loadIntoDuckDb
     expect(await dump(db, 'SELECT count(*)::INT AS n FROM _raw_achievements')).toEqual([{ n: 5 }]);
 
     // A later load applies only the new runs.
-    await writeLaterRuns(format);
+    await writeLaterRuns(dest, format);
     const later = await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
     expect(later.appliedRuns).toEqual([R3, R4]);
     const after = await dump(db, ACH_SQL);
@@ -191,7 +71,7 @@ describe.each<Format>(['ndjson', 'ndjson.gz', 'csv', 'parquet'])('loadIntoDuckDb
       { _school_id: 'A1', achievement_id: 'A14', id: 'A903', _run_id: R4 },
     ]);
     expect(await dump(db, 'SELECT identity FROM school_permissions ORDER BY ALL')).toEqual([{ identity: 'achievements.read' }]);
-    expect(await dump(db, 'SELECT run_id FROM _school_export_runs WHERE merged_at IS NOT NULL ORDER BY ALL')).toEqual(
+    expect(await dump(db, 'SELECT DISTINCT run_id FROM _school_export_tasks WHERE merged_at IS NOT NULL ORDER BY ALL')).toEqual(
       [R1, R2, R3, R4].map((run_id) => ({ run_id })),
     );
   });
@@ -287,7 +167,7 @@ describe('loadIntoDuckDb rules', () => {
       code: 'E_STATE',
       message: expect.stringContaining('unsafe school id'),
     });
-    expect(await dump(db, 'SELECT count(*)::INT AS n FROM _school_export_runs')).toEqual([{ n: 0 }]);
+    expect(await dump(db, 'SELECT count(*)::INT AS n FROM _school_export_tasks')).toEqual([{ n: 0 }]);
   });
 
   it('gives the same tables with compacted and with full staged history', async () => {
@@ -299,11 +179,11 @@ describe('loadIntoDuckDb rules', () => {
       perms: await dump(path, 'SELECT _school_id, identity, _run_id FROM school_permissions ORDER BY ALL'),
       dels: await dump(path, 'SELECT _school_id, type, id, restored_at::VARCHAR AS r FROM deletions ORDER BY ALL'),
     });
-    await writeFirstTwoRuns('ndjson');
+    await writeFirstTwoRuns(dest, 'ndjson');
     await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
     await loadIntoDuckDb({ sink, dbPath: full, tables: SCHEMAS, keepHistory: true });
     expect(await all(db)).toEqual(await all(full));
-    await writeLaterRuns('ndjson');
+    await writeLaterRuns(dest, 'ndjson');
     // And a run committed late, older than everything applied, re-sending A13 and A11 stale.
     await writeRun(dest, '20231201T000000Z-0000', 'ndjson', [
       {
@@ -330,6 +210,40 @@ describe('loadIntoDuckDb rules', () => {
     expect(await rawCount(full)).toEqual({ a: 11, s: 7 });
   });
 
+  it('keeps the rows scope-masked columns are filled from when compacting, nightly reads with a lesser token included', async () => {
+    const sink = dirSource(dest, { local: true });
+    const full = join(dir, 'full.duckdb');
+    const masked = { scope_masked: { achievements: ['comment'] } };
+    const read = (runId: string, comment: string | null, updated: string, extra = {}) =>
+      writeRun(dest, runId, 'ndjson', [
+        {
+          school: 'A1',
+          resource: 'achievements',
+          mode: 'full',
+          tables: {
+            achievements: [ach('A10', 1, updated, { comment }), ach('A11', 2, '2024-01-01', { comment: comment && `${comment}!` })],
+          },
+          ...extra,
+        },
+      ]);
+    await read(R1, 'first', '2024-01-01');
+    await read(R2, null, '2024-01-01', masked);
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    await read(R3, null, '2024-01-01', masked);
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    await read(R4, null, '2024-04-01', masked);
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    await loadIntoDuckDb({ sink, dbPath: full, tables: SCHEMAS, keepHistory: true });
+    const sql = 'SELECT id, comment, _run_id FROM achievements ORDER BY id';
+    expect(await dump(db, sql)).toEqual([
+      { id: 'A10', comment: null, _run_id: R4 },
+      { id: 'A11', comment: 'first!', _run_id: R4 },
+    ]);
+    expect(await dump(db, sql)).toEqual(await dump(full, sql));
+    // Nightly masked reads of an unchanged row do not pile up: one row per set of masked columns.
+    expect(await dump(db, `SELECT count(*)::INT AS n FROM _raw_achievements WHERE id = 'A11'`)).toEqual([{ n: 2 }]);
+  });
+
   it('applies runs committed late (a shard that finished after a later run was loaded)', async () => {
     await writeRun(dest, R2, 'ndjson', [
       { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A10', 2, '2024-02-01')] } },
@@ -354,13 +268,13 @@ describe('loadIntoDuckDb rules', () => {
   });
 
   it('loads through a sink without local paths (S3) and refuses a file changed after commit', async () => {
-    await writeFirstTwoRuns('parquet');
+    await writeFirstTwoRuns(dest, 'parquet');
     const remote = dirSource(dest, { local: false });
     const r = await loadIntoDuckDb({ sink: remote, dbPath: db, tables: SCHEMAS });
     expect(r.appliedRuns).toEqual([R1, R2]);
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A13', 'A2/A10']);
 
-    await writeLaterRuns('parquet');
+    await writeLaterRuns(dest, 'parquet');
     // A streaming source: each file is copied to a temporary file in a stream.
     const streamed = join(dir, 'streamed.duckdb');
     const s = await loadIntoDuckDb({ sink: dirSource(dest, { local: false, stream: true }), dbPath: streamed, tables: SCHEMAS });
@@ -379,7 +293,9 @@ describe('loadIntoDuckDb rules', () => {
       message: expect.stringContaining('checksum'),
     });
     // Run 3 applied, run 4 rolled back as a whole.
-    expect(await dump(db, 'SELECT run_id FROM _school_export_runs ORDER BY ALL')).toEqual([R1, R2, R3].map((run_id) => ({ run_id })));
+    expect(await dump(db, 'SELECT DISTINCT run_id FROM _school_export_tasks ORDER BY ALL')).toEqual(
+      [R1, R2, R3].map((run_id) => ({ run_id })),
+    );
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A12', 'A1/A13', 'A2/A10']);
   });
 });

@@ -7,6 +7,7 @@ import { gzipSync } from 'node:zlib';
 import type { Manifest, ManifestTask } from '../../src/manifest/types.ts';
 import { EXTRA_COLUMN, META_COLUMNS, type ColumnDef, type Row, type TableSchema } from '../../src/table.ts';
 import type { WarehouseSource } from '../../src/warehouse/manifests.ts';
+import { renderSqlStatements } from '../../src/warehouse/render.ts';
 
 /** Small hand-made schemas in the shape src/resources produces. */
 const col = (name: string, type: ColumnDef['type'], nullable = true): ColumnDef => ({ name, type, nullable });
@@ -56,6 +57,18 @@ export interface TaskSpec {
   mode: 'full' | 'incremental';
   status?: ManifestTask['status'];
   tables: Record<string, Row[]>;
+  checkpoint?: ManifestTask['checkpoint'];
+  scope_masked?: ManifestTask['scope_masked'];
+}
+
+export interface RunOptions {
+  purged?: Manifest['purged'];
+  schemas?: TableSchema[];
+  /** Write the run as this part file (`_manifests/<run>/part-<n>.json`), as a run still going or killed leaves it. */
+  part?: number;
+  personal_data?: Manifest['personal_data'];
+  /** When the rows were read (default: the run id's time). */
+  extractedAt?: string;
 }
 
 const schemaOf = (name: string, schemas: TableSchema[]): TableSchema => {
@@ -75,23 +88,41 @@ export async function writeRun(
   runId: string,
   format: Format,
   tasks: TaskSpec[],
-  purged: Manifest['purged'] = [],
+  purgedOrOptions: Manifest['purged'] | RunOptions = [],
   schemas: TableSchema[] = SCHEMAS,
-): Promise<void> {
-  const extractedAt = runIdToIso(runId);
+): Promise<Manifest> {
+  const opts: RunOptions = Array.isArray(purgedOrOptions) ? { purged: purgedOrOptions, schemas } : { schemas, ...purgedOrOptions };
+  const extractedAt = opts.extractedAt ?? runIdToIso(runId);
   const mtasks: ManifestTask[] = [];
   for (const task of tasks) {
     const files: ManifestTask['files'] = [];
     const counts: Record<string, number> = {};
+    // Pieces of one task in one run write files with distinct sequence numbers.
+    const seq0 = 1 + 100 * (task.checkpoint?.seq ?? 0);
     for (const [table, rows] of Object.entries(task.tables)) {
       counts[table] = rows.length;
       if (rows.length === 0) continue;
-      const rel = `${table}/region=uk/school_id=${task.school}/${runId}-${String(files.length + 1).padStart(4, '0')}.${format}`;
-      const bytes = await writeTableFile(join(dest, rel), schemaOf(table, schemas), meta(rows, task.school, runId, extractedAt), format);
+      const rel = `${table}/region=uk/school_id=${task.school}/${runId}-${String(seq0 + files.length).padStart(4, '0')}.${format}`;
+      const bytes = await writeTableFile(
+        join(dest, rel),
+        schemaOf(table, opts.schemas ?? SCHEMAS),
+        meta(rows, task.school, runId, extractedAt),
+        format,
+      );
       files.push({ table, path: rel, rows: rows.length, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
     }
     const status = task.status ?? 'committed';
-    mtasks.push({ school_id: task.school, region: 'uk', resource: task.resource, status, mode: task.mode, files, rows: counts });
+    mtasks.push({
+      school_id: task.school,
+      region: 'uk',
+      resource: task.resource,
+      status,
+      mode: task.mode,
+      files,
+      rows: counts,
+      ...(task.checkpoint ? { checkpoint: task.checkpoint } : {}),
+      ...(task.scope_masked ? { scope_masked: task.scope_masked } : {}),
+    });
   }
   const manifest: Manifest = {
     version: 1,
@@ -99,13 +130,25 @@ export async function writeRun(
     started_at: extractedAt,
     finished_at: extractedAt,
     format: format === 'ndjson.gz' ? 'ndjson' : format,
-    status: 'ok',
+    status: opts.part === undefined ? 'ok' : 'running',
+    ...(opts.part === undefined ? {} : { part: opts.part }),
+    ...(opts.personal_data ? { personal_data: opts.personal_data } : {}),
     tasks: mtasks,
     deletions: [],
-    purged,
+    purged: opts.purged ?? [],
   };
-  await mkdir(join(dest, '_manifests'), { recursive: true });
-  await writeFile(join(dest, '_manifests', `${runId}.json`), JSON.stringify(manifest, null, 2));
+  await writeManifest(dest, manifest);
+  return manifest;
+}
+
+/** A manifest as the exporter writes it: one line of JSON (BigQuery reads manifests as newline-delimited JSON). */
+export async function writeManifest(dest: string, manifest: Manifest): Promise<void> {
+  const rel =
+    manifest.part === undefined
+      ? join('_manifests', `${manifest.run_id}.json`)
+      : join('_manifests', manifest.run_id, `part-${String(manifest.part).padStart(5, '0')}.json`);
+  await mkdir(dirname(join(dest, rel)), { recursive: true });
+  await writeFile(join(dest, rel), JSON.stringify(manifest) + '\n');
 }
 
 /** '20240201T000000Z-0002' -> '2024-02-01T00:00:00.000000Z' */
@@ -205,6 +248,27 @@ export function dirSource(dest: string, opts: { local: boolean; stream?: boolean
   if (opts.local) src.localPath = (rel) => join(dest, rel);
   if (opts.stream) src.readStream = async (rel) => (existsSync(join(dest, rel)) ? createReadStream(join(dest, rel)) : undefined);
   return src;
+}
+
+/**
+ * The static load script (what the BigQuery and Snowflake scripts do) rendered in the DuckDB
+ * dialect and run statement by statement, as `duckdb -bail FILE < load.sql` would.
+ */
+export async function runStaticScript(
+  dest: string,
+  dbPath: string,
+  tables: TableSchema[] = SCHEMAS,
+  opts: { requirePseudonymised?: boolean } = {},
+): Promise<void> {
+  const statements = renderSqlStatements({ dialect: 'duckdb', location: dest, tables, ...opts });
+  const db = await DuckDBInstance.create(dbPath);
+  const c = await db.connect();
+  try {
+    for (const s of statements) await c.run(s);
+  } finally {
+    c.closeSync();
+    db.closeSync();
+  }
 }
 
 /** All rows of a table, sorted, with timestamps as ISO text: for comparing states. */
