@@ -1,4 +1,16 @@
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, symlinkSync, writeSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runExport } from '../../src/pipeline/run.ts';
@@ -7,7 +19,7 @@ import type { RunSummary } from '../../src/pipeline/summary.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { readManifests } from '../helpers/read-exports.ts';
 import { openFilesUnder, readOnlyDir, smallDisk, type Mounted } from '../sink/mounts.ts';
-import { runChild, tempFiles } from './child-run.ts';
+import { runChild, tempFiles, walk } from './child-run.ts';
 import { sandboxConfig, tempDir } from './helpers.ts';
 
 /**
@@ -166,6 +178,37 @@ describe('run failures', () => {
       );
       expect(existsSync(join(dir, '_manifests', `${s.runId}.json`))).toBe(false);
       expect(readManifests(dir).map((t) => [t.resource, t.rows.achievement_attributes])).toEqual([['achievement_attributes', 15]]);
+      await expectClean(dir);
+    });
+
+    it('between a file and its listing: data files renamed into place whose manifest part cannot be written do not stay behind unlisted', async () => {
+      const attrs = { ...args, resources: ['achievement_attributes'] };
+      // The data file's size, from the same read on an ordinary disk (the sandbox is seeded).
+      const probe = scratch();
+      const measured = await runExport(sandboxConfig(sb, probe, attrs), { token: sb.tokens.full });
+      const bytes = readManifests(probe).flatMap((t) => t.files.map((f) => f.bytes));
+      expect([measured.status, bytes.length]).toEqual(['ok', 1]);
+      const pages = Math.ceil(bytes[0]! / 4096);
+
+      // When the read starts, leave room for exactly the data file: it is written and renamed
+      // into place; the manifest part that would list it finds the disk full.
+      const dir = await disk();
+      sb.control.clearRequests();
+      const off = sb.control.onRequest({ school: 'A1001', resource: 'achievements/attributes' }, () => {
+        fillUp(dir);
+        truncateSync(join(dir, 'filler'), statSync(join(dir, 'filler')).size - pages * 4096);
+      });
+      let s: RunSummary;
+      try {
+        s = await runExport(sandboxConfig(sb, dir, attrs), { token: sb.tokens.full });
+      } finally {
+        off();
+      }
+      expect(s.failures).toEqual([expect.objectContaining({ resource: 'achievement_attributes', status: 'failed' })]);
+      expect(s.failures[0]!.message).toMatch(/_manifests\/.*(ENOSPC|no space left)/); // the part, not the data file, failed
+      const listed = new Set(readManifests(dir).flatMap((t) => t.files.map((f) => f.path)));
+      const data = walk(dir).filter((f) => !f.startsWith('_') && f !== 'filler' && !f.endsWith('.tmp'));
+      expect(data.filter((f) => !listed.has(f))).toEqual([]);
       await expectClean(dir);
     });
 
