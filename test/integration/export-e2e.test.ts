@@ -80,16 +80,22 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
     expect(second.tables.achievements?.rows ?? 0).toBeLessThan(20);
     await check();
 
-    // While a full run pages slowly, change rows behind and ahead of its cursor.
-    sb.control.latency(15);
-    const run = runExport(sandboxConfig(sb, tmp.dir, { format, per_page: 20, full_refresh: true }), { token: sb.tokens.full });
-    await new Promise((r) => setTimeout(r, 150));
-    sb.control.update(a!.id, 'achievements', ids[1]!, { comment: 'changed during the run (behind the cursor)' });
-    sb.control.update(a!.id, 'achievements', ids[ids.length - 2]!, { comment: 'changed during the run (ahead)' });
-    sb.control.remove(a!.id, 'achievements', ids[ids.length - 3]!);
-    sb.control.add(a!.id, 'achievements', 2);
-    const third = await run;
-    sb.control.latency(0);
+    // While a full run pages through the school (20 rows a page), change rows behind and ahead of
+    // its cursor: the sandbox makes the changes when page 5 arrives, before answering it.
+    sb.control.clearRequests(); // page counts start again
+    let mutations = 0;
+    const off = sb.control.onRequest({ school: a!.id, resource: 'achievements', page: 5 }, () => {
+      mutations += 1;
+      sb.control.update(a!.id, 'achievements', ids[1]!, { comment: 'changed during the run (behind the cursor)' });
+      sb.control.update(a!.id, 'achievements', ids[ids.length - 2]!, { comment: 'changed during the run (ahead)' });
+      sb.control.remove(a!.id, 'achievements', ids[ids.length - 3]!);
+      sb.control.add(a!.id, 'achievements', 2);
+    });
+    const third = await runExport(sandboxConfig(sb, tmp.dir, { format, per_page: 20, full_refresh: true }), { token: sb.tokens.full });
+    off();
+    expect(mutations).toBe(1);
+    // ... mid-read: pages of that school followed the one the changes landed at
+    expect(sb.control.requests().filter((r) => r.path.startsWith(`/v1.0/schools/${a!.id}/achievements?`)).length).toBeGreaterThan(5);
     expect(third.failures).toEqual([]);
 
     // The next incremental run picks up whatever changed while the previous one was paging.
