@@ -14,5 +14,7 @@ try {
   await (await buildCli(hideBin(process.argv))).parseAsync();
 } catch (e) {
   process.stderr.write(`school-export: ${oneLine(e)}\n`);
-  process.exit(exitCodeFor(e));
+  // A command interrupted by a signal has set 130 / 143 already; keep it.
+  const interrupted = typeof process.exitCode === 'number' && process.exitCode >= 128;
+  process.exit(interrupted ? (process.exitCode as number) : exitCodeFor(e));
 }

@@ -250,7 +250,11 @@ export const runCommand: CommandModule<object, RunArgs> = {
     const interrupt = onInterrupt();
     const source = await openSource(cfg);
     try {
-      const summary = await runExport(source.cfg, { token: source.token, signal: interrupt.signal });
+      const summary = await runExport(source.cfg, { token: source.token, signal: interrupt.signal }).catch((e: unknown) => {
+        // Stopped before the run began (waiting for the lease, discovering): still 130 / 143.
+        if (interrupt.signal.aborted) process.exitCode = interrupt.exitCode();
+        throw e;
+      });
       if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
       if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
       process.exitCode = summary.status === 'ok' ? 0 : summary.status === 'interrupted' ? interrupt.exitCode() : 1;

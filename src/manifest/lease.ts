@@ -20,6 +20,8 @@ export const LOCKS_DIR = '_state/_locks/';
 export const HEARTBEAT_MS = 60_000;
 export const STALE_AFTER_MS = 5 * 60_000;
 
+const LEASE_FILE = /^_state\/_locks\/run(-s\d+of\d+)?\.json$/;
+
 export function leasePath(shard: { index: number; count: number }): string {
   return `${LOCKS_DIR}run${shard.count > 1 ? `-s${shard.index}of${shard.count}` : ''}.json`;
 }
@@ -39,33 +41,47 @@ export interface LeaseOptions {
   onWait?: (holder: string) => void;
   /** Whether a process of this host is alive (injected by tests). */
   alive?: (pid: number) => boolean;
+  /** Stops a wait at once (SIGINT/SIGTERM): the run then ends as interrupted. */
+  signal?: AbortSignal;
 }
 
 export async function acquireLease(sink: Sink, o: LeaseOptions): Promise<Lease> {
   const now = o.now ?? (() => new Date());
-  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = o.sleep ?? ((ms: number) => abortableSleep(ms, o.signal));
+  const alive = o.alive ?? isAlive;
   const path = leasePath(o.shard);
-  const record = (): LeaseRecord => {
-    const at = now().toISOString();
-    return { run_id: o.runId, host: hostname(), pid: process.pid, started_at: startedAt, heartbeat_at: at };
-  };
   const startedAt = now().toISOString();
+  const record = (): LeaseRecord => ({
+    run_id: o.runId,
+    host: hostname(),
+    pid: process.pid,
+    started_at: startedAt,
+    heartbeat_at: now().toISOString(),
+  });
   const deadline = now().getTime() + o.waitSeconds * 1000;
   let told = false;
   for (;;) {
-    if (await sink.createExclusive(path, JSON.stringify(record()) + '\n')) break;
-    const holder = await readLease(sink, path);
-    if (!holder || isStale(holder, now(), o.alive ?? isAlive)) {
-      // A run that died without releasing: take it over (remove, then create exclusively again),
-      // unless another run took it over meanwhile (the record changed since we judged it).
-      const again = await readLease(sink, path);
-      if (again?.run_id === holder?.run_id && again?.heartbeat_at === holder?.heartbeat_at) await sink.remove([path]);
-      continue;
+    o.signal?.throwIfAborted();
+    let holder: LeaseRecord | undefined;
+    if (await sink.createExclusive(path, JSON.stringify(record()) + '\n')) {
+      holder = await overlappingHolder(sink, o, now(), alive);
+      if (!holder) break;
+      await sink.remove([path]); // a run of another shard layout was first: let it be
+    } else {
+      holder = await readLease(sink, path);
+      if (!holder || isStale(holder, now(), alive)) {
+        await takeOver(sink, path, holder, o.runId, now());
+        continue;
+      }
     }
     if (now().getTime() >= deadline) throw lockedError(sink, holder, o.waitSeconds);
     if (!told) o.onWait?.(describeHolder(holder));
     told = true;
-    await sleep(Math.min(5_000, Math.max(100, deadline - now().getTime())));
+    try {
+      await sleep(Math.min(5_000, Math.max(100, deadline - now().getTime())));
+    } catch {
+      throw new ExportError('E_ABORTED', `interrupted while waiting for ${describeHolder(holder)}`);
+    }
   }
   const beat = setInterval(() => {
     void sink.writeAtomic(path, JSON.stringify(record()) + '\n').catch(() => undefined);
@@ -79,6 +95,62 @@ export async function acquireLease(sink: Sink, o: LeaseOptions): Promise<Lease> 
       if (current?.run_id === o.runId) await sink.remove([path]);
     },
   };
+}
+
+/**
+ * Removes a stale lease so a run can create its own, once: the first run to create the takeover
+ * marker for that stale record does it (exclusive create, like the lease), so two runs that both
+ * judged it stale cannot both end up holding the destination. A marker left by a taker that died
+ * is cleared after a minute.
+ */
+async function takeOver(sink: Sink, path: string, stale: LeaseRecord | undefined, runId: string, now: Date): Promise<void> {
+  const marker = `${path}.takeover-${(stale?.heartbeat_at ?? 'torn').replace(/[^0-9A-Za-z]/g, '')}`;
+  if (await sink.createExclusive(marker, JSON.stringify({ run_id: runId, at: now.toISOString() }) + '\n')) {
+    try {
+      const again = await readLease(sink, path);
+      if (again?.run_id === stale?.run_id && again?.heartbeat_at === stale?.heartbeat_at) await sink.remove([path]);
+    } finally {
+      await sink.remove([marker]);
+    }
+    return;
+  }
+  const other = JSON.parse((await sink.read(marker))?.toString('utf8') || '{}') as { at?: string };
+  if (!other.at || now.getTime() - Date.parse(other.at) > 60_000) await sink.remove([marker]);
+}
+
+/**
+ * Leases of other shard layouts cover the same schools (the whole destination and shard 0/2, or
+ * 0/2 and 0/3): a live one held by a run that started first wins, so the two never both run.
+ */
+async function overlappingHolder(
+  sink: Sink,
+  o: { runId: string; shard: { index: number; count: number } },
+  now: Date,
+  alive: (pid: number) => boolean,
+): Promise<LeaseRecord | undefined> {
+  for (const p of await sink.list(LOCKS_DIR)) {
+    if (p === leasePath(o.shard) || !LEASE_FILE.test(p)) continue;
+    const other = await readLease(sink, p);
+    const count = Number(/-s\d+of(\d+)\.json$/.exec(p)?.[1] ?? 1);
+    if (!other || isStale(other, now, alive) || (count === o.shard.count && count > 1)) continue;
+    if (other.run_id < o.runId) return other; // run ids sort by start time: the earlier run keeps it
+  }
+  return undefined;
+}
+
+function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 export async function readLease(sink: Sink, path: string): Promise<LeaseRecord | undefined> {
@@ -95,6 +167,7 @@ export async function readLease(sink: Sink, path: string): Promise<LeaseRecord |
 export async function readLeases(sink: Sink): Promise<LeaseRecord[]> {
   const out: LeaseRecord[] = [];
   for (const p of await sink.list(LOCKS_DIR)) {
+    if (!LEASE_FILE.test(p)) continue; // takeover markers are not leases
     const l = await readLease(sink, p);
     if (l) out.push(l);
   }

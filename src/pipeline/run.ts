@@ -3,7 +3,7 @@ import pLimit from 'p-limit';
 import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { Committer } from '../manifest/committer.ts';
-import { acquireLease, isStale, readLeases, type Lease } from '../manifest/lease.ts';
+import { acquireLease, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { openSink } from '../sink/index.ts';
@@ -12,6 +12,7 @@ import { ApiClient } from '../source/client.ts';
 import type { Clock } from '../source/retry.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
+import { sweepLeftovers } from './leftovers.ts';
 import { reconcileRevocations } from './reconcile.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
@@ -83,6 +84,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
       runId,
       shard: cfg.shard,
       waitSeconds: cfg.waitForLockSeconds,
+      ...(deps.signal ? { signal: deps.signal } : {}),
       onWait: (holder) => reporter.emit({ event: 'lease_wait', holder }),
     });
     await sweepLeftovers(sink);
@@ -108,14 +110,6 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
     await lease?.release().catch(() => undefined);
     await sink?.close();
   }
-}
-
-/** Temporary files and unfinished uploads of runs that no longer hold a lease here (killed runs). */
-async function sweepLeftovers(sink: Sink): Promise<void> {
-  const now = new Date();
-  const live = new Set((await readLeases(sink)).filter((l) => !isStale(l, now)).map((l) => l.run_id));
-  const dayAgo = now.getTime() - 24 * 3600_000;
-  await sink.sweepTemp('', (t) => (t.owner ? live.has(t.owner) : (t.startedAt?.getTime() ?? 0) > dayAgo));
 }
 
 type StartedDeps = RunDeps & { runId: string; startedAt: Date };
@@ -213,9 +207,9 @@ async function runOne(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan
       ms: Math.round(run.clock() - t0),
     });
   } catch (e) {
-    const err = classifyTaskError(e, run.signal, { school: school.id, resource: spec.name });
-    if (err.status === 423) markInactive(run, io.reporter, school.id, err);
-    const status = err.code === 'E_ABORTED' ? 'interrupted' : err.code === 'E_PURGED' ? 'skipped' : 'failed';
+    let err = classifyTaskError(e, run.signal, { school: school.id, resource: spec.name });
+    if (err.status === 423 && err.code === 'E_HTTP_RETRIES') err = markInactive(run, io.reporter, school.id, err);
+    const status = err.code === 'E_ABORTED' ? 'interrupted' : SKIPPED_CODES.has(err.code) ? 'skipped' : 'failed';
     io.reporter.emit({ event: `task_${status}`, ...ids, code: err.code, message: err.message });
     // A task whose files were listed but whose state did not advance is in the manifest already.
     if (!(e as { listed?: boolean }).listed) run.committer.record(endedTask(plan, status, err));
@@ -223,12 +217,18 @@ async function runOne(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan
 }
 
 /** One line for the school; its tasks not yet started are skipped without a request. */
-function markInactive(run: RunContext, reporter: Reporter, schoolId: string, cause: ExportError): void {
-  if (run.inactive.has(schoolId)) return;
-  const message = `school ${schoolId} is inactive (423 school_inactive after the retry budget): its remaining tasks were skipped; the next run tries again`;
-  run.inactive.set(schoolId, new ExportError('E_SCHOOL_INACTIVE', message, { school: schoolId, status: 423, cause }));
+function markInactive(run: RunContext, reporter: Reporter, schoolId: string, cause: ExportError): ExportError {
+  const known = run.inactive.get(schoolId);
+  if (known) return known;
+  const message = `school ${schoolId} is inactive (423 school_inactive after the retry budget): its tasks were skipped; the next run tries again`;
+  const err = new ExportError('E_SCHOOL_INACTIVE', message, { school: schoolId, status: 423, cause });
+  run.inactive.set(schoolId, err);
   reporter.emit({ event: 'school_skipped', school_id: schoolId, code: 'E_SCHOOL_INACTIVE', reason: message });
+  return err;
 }
+
+/** Tasks that ended for a reason of the school's, not their own: skipped, not failed. */
+const SKIPPED_CODES: ReadonlySet<string> = new Set(['E_PURGED', 'E_SCHOOL_INACTIVE']);
 
 function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): TaskEnv {
   const ids = { school_id: plan.school.id, resource: plan.spec.name };

@@ -73,6 +73,7 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
     tasks.checkpoints += group.filter((t) => t.status === 'committed' && t.checkpoint && !t.checkpoint.final).length;
   }
   for (const t of m.tasks) addTotals(t, tables, drift);
+  collapseBySchool(failures, 'E_SCHOOL_INACTIVE');
   const seconds = Math.max(o.durationMs, 1) / 1000;
   const rows = Object.values(tables).reduce((a, t) => a + t.rows, 0);
   const bytes = Object.values(tables).reduce((a, t) => a + t.bytes, 0);
@@ -97,6 +98,19 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
     notes: o.notes,
     ...(m.personal_data ? { personalData: m.personal_data } : {}),
   };
+}
+
+/** A reason that belongs to the school (inactive) is said once for it, not once per task. */
+function collapseBySchool(failures: RunSummary['failures'], code: string): void {
+  const seen = new Set<string>();
+  for (let i = failures.length - 1; i >= 0; i--) {
+    const f = failures[i]!;
+    if (f.code !== code) continue;
+    f.resource = '*';
+    const duplicate = seen.has(f.school_id);
+    seen.add(f.school_id);
+    if (duplicate) failures.splice(i, 1);
+  }
 }
 
 /** Manifest entries grouped by task (a task committed in checkpoint pieces has several). */

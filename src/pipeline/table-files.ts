@@ -1,3 +1,4 @@
+import { ExportError, oneLine } from '../errors.ts';
 import type { Format, FormatOptions, FormatWriter } from '../format/types.ts';
 import { sliceChunk, type EncodedChunk } from '../format/chunk.ts';
 import type { Sink, SinkFile } from '../sink/types.ts';
@@ -37,6 +38,10 @@ export class TableFiles {
   constructor(private readonly o: TableFilesOptions) {}
 
   async write(rows: Row[]): Promise<void> {
+    await this.failingAs(() => this.writeRows(rows));
+  }
+
+  private async writeRows(rows: Row[]): Promise<void> {
     let offset = 0;
     while (offset < rows.length) {
       const cur = this.current ?? (await this.open());
@@ -54,6 +59,10 @@ export class TableFiles {
    * write() of the same rows would make.
    */
   async writeEncoded(chunk: EncodedChunk): Promise<void> {
+    await this.failingAs(() => this.writeChunk(chunk));
+  }
+
+  private async writeChunk(chunk: EncodedChunk): Promise<void> {
     let offset = 0;
     while (offset < chunk.rows) {
       const cur = this.current ?? (await this.open());
@@ -63,6 +72,18 @@ export class TableFiles {
       offset += slice.rows;
       this.rows += slice.rows;
       if (cur.writer.rowsWritten >= this.o.limits.maxRows || cur.writer.bytesWritten >= this.o.limits.maxBytes) await this.roll();
+    }
+  }
+
+  /** A write that fails (a full disk, a closed stream) names the file it was writing and the cause. */
+  private async failingAs(write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (e) {
+      if (e instanceof ExportError) throw e;
+      const rel = this.current?.path ?? this.o.dir;
+      const where = this.o.sink.localPath?.(rel) ?? `${this.o.sink.url}/${rel}`;
+      throw new ExportError('E_SINK', `writing ${where} failed: ${oneLine(e)}`, { cause: e });
     }
   }
 

@@ -19,21 +19,36 @@ export async function commitPiece(
 ): Promise<void> {
   const { sink, school } = o;
   const written = piece.task.files.map((f) => f.path);
-  await o.committer.commit({
-    task: piece.task,
-    deletions: piece.deletions,
-    promote: async () => {
-      await updateState(sink, school.region, school.id, (s) => {
-        s.resources[o.resource] = piece.state(s.resources[o.resource]);
-      });
-      // What the new state no longer references (superseded id lists) would only grow the destination.
-      if (piece.obsolete.length) await sink.remove(piece.obsolete).catch(() => undefined);
-    },
-  });
+  await commitOrRemove(sink, written, () =>
+    o.committer.commit({
+      task: piece.task,
+      deletions: piece.deletions,
+      promote: async () => {
+        await updateState(sink, school.region, school.id, (s) => {
+          s.resources[o.resource] = piece.state(s.resources[o.resource]);
+        });
+        // What the new state no longer references (superseded id lists) would only grow the destination.
+        if (piece.obsolete.length) await sink.remove(piece.obsolete).catch(() => undefined);
+      },
+    }),
+  );
   try {
     await refuseIfRevoked(o, written, true);
   } catch (e) {
     o.committer.retract(piece.task, e as ExportError);
+    throw e;
+  }
+}
+
+/**
+ * A piece whose manifest part could not be written is listed nowhere: its files would be personal
+ * data nobody knows about, so they go (the next run reads those rows again). Once listed they stay.
+ */
+async function commitOrRemove(sink: Sink, written: string[], commit: () => Promise<void>): Promise<void> {
+  try {
+    await commit();
+  } catch (e) {
+    if (!(e as { listed?: boolean }).listed) await sink.remove(written).catch(() => undefined);
     throw e;
   }
 }
