@@ -1,3 +1,4 @@
+import type { FormatName } from '../format/index.ts';
 /**
  * Generated per-resource serialisers: JavaScript built once per resource and format that turns a
  * parsed record straight into its NDJSON line, its CSV line, or its Parquet column values,
@@ -17,7 +18,7 @@ import type { ColumnBuilder } from '../format/parquet/column.ts';
 import { isoMicros } from '../format/parquet/values.ts';
 import { EXTRA_COLUMN, META_COLUMNS, type ColumnDef, type Row, type TableSchema } from '../table.ts';
 
-export type EncoderKind = 'ndjson' | 'csv' | 'parquet';
+export type EncoderKind = FormatName;
 
 /** Where a column's value comes from. */
 type Source = { kind: 'field'; field: FieldSpec; access: string } | { kind: 'zone'; of: string } | { kind: 'meta'; name: string };

@@ -39,7 +39,7 @@ export interface Flattener {
 
 function meta(ctx: FlattenContext): Row {
   const at = normalizeIso(ctx.extractedAt);
-  if (!at) throw new ExportError('E_PROTOCOL', `extractedAt must be an ISO 8601 instant, got ${JSON.stringify(ctx.extractedAt)}`);
+  if (!at) throw new ExportError('E_INTERNAL', `extractedAt must be an ISO 8601 instant, got ${JSON.stringify(ctx.extractedAt)}`);
   return { _school_id: ctx.schoolId, _region: ctx.region, _run_id: ctx.runId, _extracted_at: at };
 }
 

@@ -10,6 +10,7 @@
  *                                                     committed tasks of both, each task once.
  *   <dest>/_state/region=<code>/school_id=<id>.json   per-school watermarks (one writer per school)
  */
+import type { FormatName } from '../format/index.ts';
 
 export interface ManifestFile {
   table: string; // 'achievements', 'achievement_students', 'deletions', ...
@@ -71,7 +72,7 @@ export interface Manifest {
   run_id: string; // sortable: '20261122T011558.123Z-3f9a' — loaders apply runs in run_id order
   started_at: string; // ISO 8601 UTC
   finished_at: string;
-  format: 'ndjson' | 'csv' | 'parquet';
+  format: FormatName;
   format_options?: Record<string, unknown>;
   shard?: { index: number; count: number };
   /** ok: every task committed. partial: some task failed or was skipped. interrupted: stopped by a

@@ -33,7 +33,7 @@ function parquetValue(v: Scalar | undefined, type: ColumnType, col: string): unk
       const us = typeof v === 'string' ? isoToMicros(v) : null;
       if (us === null || us < 0n) {
         // parquetjs-lite cannot encode instants before 1970; refuse loudly rather than write a wrong value
-        throw new ExportError('E_SINK', `column ${col}: cannot write timestamp ${JSON.stringify(v)} to Parquet`);
+        throw new ExportError('E_DATA', `column ${col}: cannot write timestamp ${JSON.stringify(v)} to Parquet`);
       }
       return us;
     }

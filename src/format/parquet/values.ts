@@ -23,7 +23,7 @@ export function isoMicros(s: string): number {
 /** isoMicros as a BigInt, throwing on text that is not an instant (kept for callers of the old API). */
 export function isoToMicros(s: string): bigint {
   const us = isoMicros(s);
-  if (Number.isNaN(us)) throw new ExportError('E_SINK', `not an ISO 8601 UTC timestamp: ${JSON.stringify(s).slice(0, 40)}`);
+  if (Number.isNaN(us)) throw new ExportError('E_DATA', `not an ISO 8601 UTC timestamp: ${JSON.stringify(s).slice(0, 40)}`);
   return BigInt(us);
 }
 
