@@ -181,7 +181,7 @@ export function renderSummary(s: RunSummary): string {
   if (s.personalData) lines.push(`  ${describePolicy(s.personalData)}`);
   for (const [table, fields] of Object.entries(s.drift)) {
     lines.push(
-      `  schema drift in ${table}: ${fields.length} undeclared field(s) kept (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`,
+      `  schema drift in ${table}: ${fields.length} undeclared field(s) seen, kept in _extra unless the personal-data policy drops them (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`,
     );
   }
   for (const [school, cols] of Object.entries(s.scopeMasked)) lines.push(`  no scope at ${school}: ${cols.join(', ')} exported as null`);
