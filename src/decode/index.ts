@@ -24,30 +24,40 @@ export async function* decodePage(body: Readable | Buffer, opts: DecodeOptions =
     return;
   }
   const source = decompressed(body, opts.gzip);
-  const it = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  const chunks: Buffer[] = [];
-  let total = 0;
   try {
-    for (;;) {
-      let r: IteratorResult<Buffer>;
-      try {
-        r = await it.next();
-      } catch (e) {
-        throw classifyStreamError(e);
-      }
-      if (r.done) break;
-      chunks.push(r.value);
-      total += r.value.length;
-      if (total > threshold) {
-        yield* decodeStreamedBytes(resume(chunks, it), opts);
-        return;
-      }
-    }
+    const read = await bufferUpTo(source, threshold);
+    if (read.rest) yield* decodeStreamedBytes(read.rest, opts);
+    else yield parseBufferedPage(read.whole);
   } finally {
     // an abandoned or failed page must not leave its socket half-read
     if (!source.destroyed && !source.readableEnded) source.destroy();
   }
-  yield parseBufferedPage(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, total));
+}
+
+/**
+ * Reads a body into memory while it stays within `limit` bytes: the whole of it, or (once it
+ * passes the limit) the bytes already read followed by the rest of the stream, so nothing read is
+ * lost when the caller switches to an incremental path. Truncated gzip is the retriable error.
+ */
+export async function bufferUpTo(
+  source: AsyncIterable<Buffer>,
+  limit: number,
+): Promise<{ whole: Buffer; rest?: undefined } | { rest: AsyncGenerator<Buffer> }> {
+  const it = source[Symbol.asyncIterator]();
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    let r: IteratorResult<Buffer>;
+    try {
+      r = await it.next();
+    } catch (e) {
+      throw classifyStreamError(e);
+    }
+    if (r.done) return { whole: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total) };
+    chunks.push(r.value);
+    total += r.value.length;
+    if (total > limit) return { rest: resume(chunks, it) };
+  }
 }
 
 /** The bytes already buffered, then the rest of the stream: nothing read is lost on the switch. */

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { classifyStreamError, decodePage, DEFAULT_STREAM_THRESHOLD, type PageDecoder } from '../decode/index.ts';
+import { bufferUpTo, decodePage, DEFAULT_STREAM_THRESHOLD, type PageDecoder } from '../decode/index.ts';
 import type { TaskEncoding } from './pool.ts';
 
 /**
@@ -20,41 +20,19 @@ export function encodingDecoder(task: TaskEncoding): PageDecoder {
       yield* decodePage(body, opts);
       return;
     }
-    const it = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    const chunks: Buffer[] = [];
-    let total = 0;
+    let raw: Buffer;
     try {
-      for (;;) {
-        let r: IteratorResult<Buffer>;
-        try {
-          r = await it.next();
-        } catch (e) {
-          throw classifyStreamError(e);
-        }
-        if (r.done) break;
-        chunks.push(r.value);
-        total += r.value.length;
-        if (total > limit) {
-          yield* decodePage(Readable.from(resume(chunks, it)), { ...opts, contentLength: undefined });
-          return;
-        }
+      const read = await bufferUpTo(body, limit);
+      if (read.rest) {
+        yield* decodePage(Readable.from(read.rest), { ...opts, contentLength: undefined });
+        return;
       }
+      raw = read.whole;
     } finally {
       if (!body.destroyed && !body.readableEnded) body.destroy(); // never leave a socket half-read
     }
-    const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
     const page = await task.submit(raw, opts.gzip === true);
     const info = await page.parsed;
     yield { rows: [], last: true, bytes: info.bytes, meta: info.meta, encoded: page.result };
   };
-}
-
-/** The chunks already read, then the rest of the body. */
-async function* resume(head: Buffer[], it: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
-  for (const c of head) yield c;
-  for (;;) {
-    const r = await it.next();
-    if (r.done) return;
-    yield r.value;
-  }
 }
