@@ -1,32 +1,15 @@
-import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { readManifests, warehouseState } from '../helpers/read-exports.ts';
 import { canonical, expectedState, tempDir } from './helpers.ts';
+import { runChild, walk } from './child-run.ts';
 
 /**
  * The command as cron or Kubernetes runs it, in its own process: stopped by signals at a known
  * page (the sandbox holds that page's request), and killed outright mid-read, then resumed.
  */
-const BIN = resolve(import.meta.dirname, '../../bin/school-export.js');
-
-function cli(sb: Sandbox, args: string[]) {
-  const domains = Object.entries(sb.domains).flatMap(([d, u]) => ['--domain', `${d}=${u}`]);
-  const child = spawn(process.execPath, [BIN, 'run', '--api-url', sb.url, ...domains, '--progress', 'json', ...args], {
-    env: { ...process.env, SCHOOL_API_TOKEN: sb.tokens.full },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((res) =>
-    child.on('close', (code, signal) => res({ code, signal, stdout, stderr })),
-  );
-  return { child, done };
-}
 
 function finalManifest(dir: string): { status: string; tasks: { status: string; school_id: string; resource: string }[] } {
   const names = readdirSync(join(dir, '_manifests')).filter((n) => n.endsWith('.json'));
@@ -52,7 +35,7 @@ describe('signals and kills', () => {
       try {
         sb.control.clearRequests();
         const held = sb.control.hold({ school: 'A1001', resource: 'achievements', page: 3 });
-        const p = cli(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--per-page', '200', '--concurrency', '2', '--schools', 'A1001']);
+        const p = runChild(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--per-page', '200', '--concurrency', '2', '--schools', 'A1001']);
         await held.reached;
         p.child.kill(sig);
         held.release();
@@ -83,7 +66,7 @@ describe('signals and kills', () => {
     try {
       sb.control.clearRequests(); // page counts start again
       const held = sb.control.hold({ school: 'A1001', resource: 'achievements', page: 2 });
-      const p = cli(sb, [
+      const p = runChild(sb, [
         '--dest',
         tmp.dir,
         '--format',
@@ -118,7 +101,7 @@ describe('signals and kills', () => {
       try {
         sb.control.clearRequests(); // page counts start again
         const held = sb.control.hold({ school: 'A1001', resource: 'achievements', page: 22 }); // page 21 is asked for only after page 20's checkpoint
-        const p = cli(sb, [...args, '--checkpoint-pages', String(interval), '--resources', 'achievements']);
+        const p = runChild(sb, [...args, '--checkpoint-pages', String(interval), '--resources', 'achievements']);
         await held.reached;
         p.child.kill('SIGKILL');
         held.release();
@@ -135,7 +118,7 @@ describe('signals and kills', () => {
           sb.control.remove('A1001', 'achievements', ids[7]!);
         }
         sb.control.clearRequests();
-        const again = cli(sb, [...args, '--checkpoint-pages', String(interval), '--resources', 'achievements,deletions']);
+        const again = runChild(sb, [...args, '--checkpoint-pages', String(interval), '--resources', 'achievements,deletions']);
         const r = await again.done;
         expect(r.code, r.stderr).toBe(0);
         const pages = sb.control.requests().filter((q) => q.path.startsWith('/v1.0/schools/A1001/achievements')).length;
@@ -154,10 +137,3 @@ describe('signals and kills', () => {
     });
   }
 });
-
-function walk(dir: string, base = ''): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? walk(join(dir, e.name), `${base}${e.name}/`) : [`${base}${e.name}`],
-  );
-}

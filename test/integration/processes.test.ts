@@ -1,37 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runExport } from '../../src/pipeline/run.ts';
 import { currentState, readManifests, warehouseState } from '../helpers/read-exports.ts';
 import { allSchemas, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
-
-const BIN = resolve(import.meta.dirname, '../../bin/school-export.js');
-
-function cli(sb: Sandbox, args: string[]) {
-  const domains = Object.entries(sb.domains).flatMap(([d, u]) => ['--domain', `${d}=${u}`]);
-  const child = spawn(process.execPath, [BIN, 'run', '--api-url', sb.url, ...domains, '--progress', 'json', ...args], {
-    env: { ...process.env, SCHOOL_API_TOKEN: sb.tokens.full },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((res) =>
-    child.on('close', (code, signal) => res({ code, signal, stdout, stderr })),
-  );
-  return { child, done, stderr: () => stderr };
-}
-
-function walk(dir: string, base = ''): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? walk(join(dir, e.name), `${base}${e.name}/`) : [`${base}${e.name}`],
-  );
-}
+import { runChild, walk } from './child-run.ts';
 
 describe('separate processes', () => {
   let sb: Sandbox;
@@ -45,11 +20,11 @@ describe('separate processes', () => {
   it('a run killed with SIGKILL mid-task loses nothing, and no file it left behind is listed', async () => {
     const tmp = tempDir('kill-');
     try {
-      const p = cli(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--per-page', '25', '--concurrency', '2']);
+      const p = runChild(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--per-page', '25', '--concurrency', '2']);
       // Kill once some task has committed (its JSON log line says so) but the run is not finished:
       // the sandbox holds a later page until then.
       const held = sb.control.hold({ school: 'A1003', resource: 'achievements', page: 3 });
-      await new Promise<void>((res) => p.child.stderr!.on('data', (d: Buffer) => String(d).includes('"event":"task_done"') && res()));
+      await p.line(/"event":"task_done"/);
       await held.reached;
       p.child.kill('SIGKILL');
       const killed = await p.done;
@@ -103,7 +78,7 @@ describe('separate processes', () => {
     try {
       const N = 3;
       const runs = Array.from({ length: N }, (_, i) =>
-        cli(sb, ['--dest', tmp.dir, '--format', 'csv', '--shard', `${i}/${N}`, '--resources', 'schools,achievements']),
+        runChild(sb, ['--dest', tmp.dir, '--format', 'csv', '--shard', `${i}/${N}`, '--resources', 'schools,achievements']),
       );
       const results = await Promise.all(runs.map((r) => r.done));
       for (const r of results) expect(r.code, r.stderr).toBe(0);
@@ -129,7 +104,7 @@ describe('separate processes', () => {
   it('exits 2 with one line for a bad pipeline file, and never prints the token', async () => {
     const tmp = tempDir('bad-');
     try {
-      const p = cli(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--concurrency', '0']);
+      const p = runChild(sb, ['--dest', tmp.dir, '--format', 'ndjson', '--concurrency', '0']);
       const r = await p.done;
       expect(r.code).toBe(2);
       expect(r.stderr.trim().split('\n').length).toBe(1);
