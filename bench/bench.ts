@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { execSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { incremental, latency, memory, throughput, type Opts, type Scale } from './sections.ts';
+import { bigSchool, incremental, latency, memory, throughput, type Opts, type Scale } from './sections.ts';
 import { distIsFresh } from './procs.ts';
 import { gitCommit, lines, machine, machineLine, table, type Results } from './report.ts';
 
@@ -15,12 +15,14 @@ export const SCALES: Record<Mode, Scale> = {
     memory: [100_000, 1_000_000],
     latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
+    bigSchool: { rows: 100_000, maxPerPage: 100, ms: 100, concurrency: 8, windows: 8, repeat: 2 },
   },
   quick: {
     throughput: { schools: 4, rows: 50_000, repeat: 1 },
     memory: [100_000],
     latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
+    bigSchool: { rows: 100_000, maxPerPage: 100, ms: 100, concurrency: 8, windows: 8, repeat: 1 },
   },
   // For the smoke test: every section and every child process, on data small enough for seconds.
   tiny: {
@@ -28,6 +30,7 @@ export const SCALES: Record<Mode, Scale> = {
     memory: [2_000],
     latency: { schools: 3, rows: 150, maxPerPage: 50, ms: 20, concurrency: [2, 4] },
     incremental: { schools: 2, rows: 3_000 },
+    bigSchool: { rows: 1_000, maxPerPage: 100, ms: 5, concurrency: 4, windows: 4, repeat: 1 },
   },
 };
 
@@ -39,7 +42,7 @@ export interface BenchOptions {
   readme?: string;
   nodeArgs?: string[];
   log?: (s: string) => void;
-  /** run only these sections (throughput, memory, latency, incremental); default all */
+  /** run only these sections (throughput, memory, latency, big-school, incremental); default all */
   only?: string[];
 }
 
@@ -61,6 +64,7 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
     if (want('throughput')) results.throughput = await throughput(opts);
     if (want('memory')) results.memory = await memory(opts);
     if (want('latency')) results.latency = await latency(opts);
+    if (want('big-school')) results.bigSchool = await bigSchool(opts);
     if (want('incremental')) results.incremental = await incremental(opts);
   } finally {
     await rm(work, { recursive: true, force: true });

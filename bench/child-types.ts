@@ -19,6 +19,8 @@ export interface ChildArgs {
 
 export interface ChildResult {
   ms: number;
+  /** CPU time (user + system, every thread) during runExport, ms: above wall x cores, a run is bound by CPU */
+  cpuMs: number;
   rows: Record<string, number>;
   pages: number;
   /** decompressed response bytes of paginated pages */

@@ -40,8 +40,11 @@ const sample = () => {
 };
 const sampler = setInterval(sample, 100);
 const t0 = performance.now();
+const cpu0 = process.cpuUsage();
 const summary = await runExport(cfg, { token: a.token, reporter });
 const ms = performance.now() - t0;
+// user + system time of the whole process (every thread: the encoding pool's workers too)
+const cpu = process.cpuUsage(cpu0);
 clearInterval(sampler);
 sample();
 let pages = 0;
@@ -52,6 +55,7 @@ for (const t of perTask.values()) {
 }
 const result = {
   ms,
+  cpuMs: (cpu.user + cpu.system) / 1000,
   rows: Object.fromEntries(Object.entries(summary.tables).map(([t, v]) => [t, v.rows])),
   pages,
   bytes,

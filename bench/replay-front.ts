@@ -8,7 +8,10 @@
  * Requests whose query differs (e.g. an incremental run's updated_after) miss and are forwarded,
  * so changes made through the sandbox's control API are seen by them. The front also injects
  * latency (a delay before every /v1.0 answer) and counts requests: the sandbox's own latency and
- * request log would only see cache misses.
+ * request log would only see cache misses. A replayed answer carries the Date header the sandbox
+ * sent when it was recorded: the exporter plans from the server's clock (a windowed read splits
+ * [oldest row, server now] into updated_at windows), so the recorded clock makes a replayed run ask
+ * the same URLs as the recording run, and be served from memory, rather than miss on every window.
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +26,13 @@ export interface Front {
   latencyMs: number;
   /** /v1.0 requests answered since the last reset */
   requests: number;
+  /**
+   * Of those, the requests carrying updated_after or updated_before, by `after..before` (a windowed
+   * read's pages per window: how evenly the windows split the school).
+   */
+  windows: Map<string, number>;
+  /** when set, the Date header of every answer (an HTTP date): the server's clock pinned, for a what-if */
+  clock?: string;
   /** Writes the stored bodies (gzip, first-seen order) as [u32 length][bytes]... to `file`. */
   dump(file: string): Promise<{ pages: number; bytes: number }>;
   close(): Promise<void>;
@@ -31,6 +41,8 @@ export interface Front {
 interface Stored {
   body: Buffer;
   contentType: string;
+  /** the sandbox's Date header when it answered: replayed, so a replayed run sees the recorded clock */
+  date?: string;
 }
 
 export async function startFront(sandboxOrigins: string[]): Promise<Front> {
@@ -46,11 +58,16 @@ export async function startFront(sandboxOrigins: string[]): Promise<Front> {
     const api = req.url?.startsWith('/v1.0/') ?? false;
     if (api) {
       front.requests++;
+      const q = new URL(req.url ?? '/', 'http://front').searchParams;
+      if (q.has('updated_after') || q.has('updated_before')) {
+        const w = `${q.get('updated_after') ?? ''}..${q.get('updated_before') ?? ''}`;
+        front.windows.set(w, (front.windows.get(w) ?? 0) + 1);
+      }
       if (front.latencyMs > 0) await delay(front.latencyMs);
     }
     const key = `${upstream} ${req.url}`;
     const hit = req.method === 'GET' ? cache.get(key) : undefined;
-    if (hit) return send(res, hit);
+    if (hit) return send(res, hit, front.clock);
     const body = await readBody(req);
     const up = await forward(upstream, req, body);
     const gz = /gzip/.test(String(up.headers['content-encoding'] ?? ''));
@@ -63,9 +80,10 @@ export async function startFront(sandboxOrigins: string[]): Promise<Front> {
       return;
     }
     const text = rewrite((gz ? gunzipSync(up.body) : up.body).toString('utf8'));
-    const stored = { body: gzipSync(text, { level: 1 }), contentType };
+    const date = typeof up.headers.date === 'string' ? up.headers.date : undefined;
+    const stored: Stored = { body: gzipSync(text, { level: 1 }), contentType, ...(date ? { date } : {}) };
     if (req.method === 'GET' && api) cache.set(key, stored);
-    send(res, stored);
+    send(res, stored, front.clock);
   }
 
   for (const upstream of sandboxOrigins) {
@@ -85,6 +103,7 @@ export async function startFront(sandboxOrigins: string[]): Promise<Front> {
     origins,
     latencyMs: 0,
     requests: 0,
+    windows: new Map(),
     async dump(file) {
       const parts: Buffer[] = [];
       let bytes = 0;
@@ -104,12 +123,12 @@ export async function startFront(sandboxOrigins: string[]): Promise<Front> {
   return front;
 }
 
-function send(res: ServerResponse, s: Stored): void {
+function send(res: ServerResponse, s: Stored, clock: string | undefined): void {
   res.writeHead(200, {
     'content-type': s.contentType,
     'content-encoding': 'gzip',
     'content-length': s.body.length,
-    date: new Date().toUTCString(),
+    date: clock ?? s.date ?? new Date().toUTCString(),
   });
   res.end(s.body);
 }

@@ -3,9 +3,14 @@
  * Usage: node bin/run-ts.js bench/sandbox-server.ts '{"sandbox": SandboxOptions, "front": boolean}'
  * Prints one JSON line {url, domains, token, sandbox} once listening: url/domains are the replay
  * front's when `front` is set (see replay-front.ts), else the sandbox's; `sandbox` is the sandbox's
- * own default URL (its /_control API). Reads JSON commands, one a line, on stdin:
- * {"cmd":"dump","file":PATH} → {"pages":N,"bytes":N}; {"cmd":"latency","ms":N}; {"cmd":"requests"} → {"requests":N}
- * (since the last {"cmd":"reset"}); each answered with one JSON line. Stops when stdin closes (parent gone) or on SIGTERM.
+ * own default URL (its /_control API). Reads JSON commands, one a line, on stdin, each answered
+ * with one JSON line:
+ * - {"cmd":"dump","file":PATH} → {"pages":N,"bytes":N}
+ * - {"cmd":"latency","ms":N}: delay before every /v1.0 answer
+ * - {"cmd":"clock","date":ISO|null}: pins (or frees) the Date header of the front's answers
+ * - {"cmd":"requests"} → {"requests":N,"windows":{"after..before":N}}: /v1.0 requests since the
+ *   last {"cmd":"reset"}, and those carrying updated_after/before by window
+ * Stops when stdin closes (parent gone) or on SIGTERM.
  */
 import { createInterface } from 'node:readline';
 import { startSandbox, type SandboxOptions } from '../src/sandbox/index.ts';
@@ -35,12 +40,20 @@ process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 const lines = createInterface({ input: process.stdin });
 lines.on('line', async (line) => {
-  const cmd = JSON.parse(line) as { cmd: string; file?: string; ms?: number };
+  const cmd = JSON.parse(line) as { cmd: string; file?: string; ms?: number; date?: string | null };
   let answer: unknown = { error: `unknown command ${cmd.cmd} (or no front)` };
   if (front && cmd.cmd === 'dump' && cmd.file) answer = await front.dump(cmd.file);
   if (front && cmd.cmd === 'latency') answer = { latencyMs: (front.latencyMs = Number(cmd.ms)) };
-  if (front && cmd.cmd === 'requests') answer = { requests: front.requests };
-  if (front && cmd.cmd === 'reset') answer = { requests: (front.requests = 0) };
+  if (front && cmd.cmd === 'clock') {
+    if (cmd.date) front.clock = new Date(cmd.date).toUTCString();
+    else delete front.clock;
+    answer = { clock: front.clock ?? null };
+  }
+  if (front && cmd.cmd === 'requests') answer = { requests: front.requests, windows: Object.fromEntries(front.windows) };
+  if (front && cmd.cmd === 'reset') {
+    front.windows.clear();
+    answer = { requests: (front.requests = 0) };
+  }
   process.stdout.write(JSON.stringify(answer) + '\n');
 });
 lines.on('close', stop);

@@ -2,7 +2,9 @@
  * The benchmark's measurements, one function per section of issue 6. Each starts what it needs
  * (sandbox process, s3rver process), runs exports as child processes, and returns plain figures.
  */
+import { createReadStream } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { startSandboxProc, runChild, type SandboxProc } from './procs.ts';
 import type { ChildArgs, ChildResult } from './child-types.ts';
@@ -17,6 +19,11 @@ export interface Scale {
   /** maxPerPage: the sandbox's maximum per_page, small so the run is bound by latency, not CPU */
   latency: { schools: number; rows: number; maxPerPage: number; ms: number; concurrency: number[] };
   incremental: { schools: number; rows: number };
+  /**
+   * One big school read in full with `ms` of latency per page, at `concurrency`, without and with
+   * `--windows`; maxPerPage: the sandbox's maximum per_page (pages of that size); `repeat` rounds.
+   */
+  bigSchool: { rows: number; maxPerPage: number; ms: number; concurrency: number; windows: number; repeat: number };
 }
 
 export const PER_PAGE = 1000; // the exporter's default per_page, and the sandbox's maximum
@@ -155,15 +162,7 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
 /** DuckDB converting the export's own NDJSON achievements files to Parquet (best of `repeat`). */
 async function duckdbAnchor(exportDir: string, out: string, repeat: number): Promise<ThroughputResult['duckdb']> {
   const { DuckDBInstance } = await import('@duckdb/node-api');
-  const files: string[] = [];
-  const walk = async (d: string): Promise<void> => {
-    for (const e of await readdir(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else if (e.name.endsWith('.ndjson')) files.push(p);
-    }
-  };
-  await walk(join(exportDir, 'achievements'));
+  const files = await ndjsonFiles(join(exportDir, 'achievements'));
   const db = await DuckDBInstance.create(':memory:');
   const con = await db.connect();
   const threads = Number((await (await con.run("SELECT current_setting('threads')")).getRows())[0]![0]);
@@ -191,6 +190,17 @@ async function warm(o: Opts, sb: SandboxProc, what: string, extra: Partial<Child
 }
 
 const requests = async (sb: SandboxProc): Promise<number> => Number((await sb.command({ cmd: 'requests' })).requests);
+
+/** NDJSON files under `dir`, recursively. */
+async function ndjsonFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await ndjsonFiles(p)));
+    else if (e.name.endsWith('.ndjson')) out.push(p);
+  }
+  return out;
+}
 
 export type MemoryResult = Record<string, Record<Format, ChildResult>>;
 
@@ -320,4 +330,149 @@ export async function incremental(o: Opts): Promise<IncrementalResult> {
     await sb.close();
     await rm(dest, { recursive: true, force: true });
   }
+}
+
+/** One run of section 5b (the median of its rounds by wall time). */
+export interface BigSchoolRun {
+  /** --windows (1: off) */
+  windows: number;
+  /** set for the what-if run: the Date header the front pinned (just after the newest row) */
+  clock?: string;
+  ms: number;
+  cpuMs: number;
+  maxRssMB: number;
+  requests: number;
+  /** achievements rows the run reported, and distinct ids in its NDJSON files */
+  rows: number;
+  distinctIds: number;
+  /** pages per updated_at window (`after..before` as sent), counted by the front; empty without windows */
+  windowPages: Record<string, number>;
+  /** wall time of every round, ms, in the order run */
+  runs: number[];
+  /** the least the run must ask (see bigSchool()) */
+  minRequests: number;
+  /** minRequests x latency / concurrency */
+  minMs: number;
+}
+
+export interface BigSchoolResult {
+  rows: number;
+  /** pages of the school at the maximum per_page */
+  pages: number;
+  latencyMs: number;
+  concurrency: number;
+  /** requests the run sends besides the school's pages: discovery, the revoked and declined lists, the permissions probe */
+  fixed: number;
+  plain: BigSchoolRun;
+  windowed: BigSchoolRun;
+  /** --windows with the server's clock pinned just after the newest row, so equal time slices hold equal rows */
+  pinned: BigSchoolRun;
+}
+
+type BigKey = 'plain' | 'windowed' | 'pinned';
+
+/**
+ * Section 5b: one school of `rows` achievements read in full with latency injected per page by the
+ * front, without and with --windows, rounds interleaved. The front replays the recorded Date
+ * header, so a replayed windowed run plans the windows the recording (warm-up) run planned and is
+ * served from memory. The windows are equal slices of time from the first page's oldest row to
+ * the server's clock; a third run pins that clock just after the school's newest row, so the
+ * slices hold equal rows: what the windows do when the split is even, side by side with what
+ * they do on the sandbox's timeline. Each run's NDJSON is read back: distinct ids must be the
+ * school's rows (windows overlap at their boundaries and must drop the duplicates).
+ */
+export async function bigSchool(o: Opts): Promise<BigSchoolResult> {
+  const { rows, maxPerPage, ms, concurrency, windows, repeat } = o.scale.bigSchool;
+  const sb = await startSandboxProc({ seed: 1, schools: 1, achievementsPerSchool: rows, maxPerPage }, true);
+  const pages = Math.ceil(rows / maxPerPage);
+  // discovery (one page), the revoked and declined lists (reconciliation, every run) and the
+  // permissions probe before a full read; a windowed read adds its sampling first page
+  const fixed = 1 + 2 + 1;
+  const extra = (w: number): Partial<ChildArgs> => ({ concurrency, ...(w > 1 ? { config: { windows: w } } : {}) });
+  const exportTo = async (dest: string, w: number): Promise<ChildResult> => {
+    const r = await runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, 'ndjson', extra(w)), { nodeArgs: o.nodeArgs });
+    if (r.status !== 'ok') throw new Error(`big school: export failed: ${JSON.stringify(r.failures)}`);
+    return r;
+  };
+  try {
+    // Warm-ups (unmeasured, no latency) fill the front: the plain walk, which also finds the
+    // newest row, then the windows as planned on the recorded clock and on the pinned one.
+    o.log('big school: warm-up exports (fill the replay front from the sandbox)');
+    const warmDir = await freshDir(o.work, 'big-warm');
+    await exportTo(warmDir, 1);
+    const { newest } = await readBack(join(warmDir, 'achievements'));
+    await rm(warmDir, { recursive: true, force: true });
+    const clock = new Date(newest + 60_000).toISOString();
+    const variants: { key: BigKey; windows: number; clock?: string; minRequests: number }[] = [
+      { key: 'plain', windows: 1, minRequests: fixed + pages },
+      { key: 'windowed', windows, minRequests: fixed + 1 + pages },
+      { key: 'pinned', windows, clock, minRequests: fixed + 1 + pages },
+    ];
+    for (const v of variants.slice(1)) {
+      await sb.command({ cmd: 'clock', date: v.clock ?? null });
+      const dest = await freshDir(o.work, 'big-warm');
+      await exportTo(dest, v.windows);
+      await rm(dest, { recursive: true, force: true });
+    }
+    await sb.command({ cmd: 'latency', ms });
+    const runs: Record<BigKey, BigSchoolRun[]> = { plain: [], windowed: [], pinned: [] };
+    for (let i = 0; i < repeat; i++) {
+      for (const v of variants) {
+        o.log(
+          `big school: round ${i + 1} of ${repeat}, ${rows} achievements, ${pages} pages x ${ms} ms, concurrency ${concurrency}, ${v.windows > 1 ? `--windows ${v.windows}` : 'no windows'}${v.clock ? `, server clock pinned to ${v.clock}` : ''}`,
+        );
+        await sb.command({ cmd: 'clock', date: v.clock ?? null });
+        await sb.command({ cmd: 'reset' });
+        const dest = await freshDir(o.work, `big-${v.key}`);
+        const r = await exportTo(dest, v.windows);
+        const counted = await sb.command({ cmd: 'requests' });
+        const back = await readBack(join(dest, 'achievements'));
+        await rm(dest, { recursive: true, force: true });
+        runs[v.key].push({
+          windows: v.windows,
+          ...(v.clock ? { clock: v.clock } : {}),
+          ms: r.ms,
+          cpuMs: r.cpuMs,
+          maxRssMB: r.maxRssMB,
+          requests: Number(counted.requests),
+          rows: r.rows.achievements ?? 0,
+          distinctIds: back.distinct,
+          windowPages: (counted.windows ?? {}) as Record<string, number>,
+          runs: [],
+          minRequests: v.minRequests,
+          minMs: (v.minRequests * ms) / concurrency,
+        });
+      }
+    }
+    const pick = (rs: BigSchoolRun[]): BigSchoolRun => ({ ...median(rs).median, runs: rs.map((r) => r.ms) });
+    return {
+      rows,
+      pages,
+      latencyMs: ms,
+      concurrency,
+      fixed,
+      plain: pick(runs.plain),
+      windowed: pick(runs.windowed),
+      pinned: pick(runs.pinned),
+    };
+  } finally {
+    await sb.close();
+  }
+}
+
+/** Distinct `id`s and the newest `updated_at` (epoch ms) over the NDJSON files of one table's folder. */
+async function readBack(dir: string): Promise<{ distinct: number; newest: number }> {
+  const ids = new Set<string>();
+  let newest = 0;
+  for (const f of await ndjsonFiles(dir)) {
+    for await (const line of createInterface({ input: createReadStream(f) })) {
+      if (!line) continue;
+      const row = JSON.parse(line) as { id?: unknown; updated_at?: unknown };
+      ids.add(String(row.id));
+      const t = typeof row.updated_at === 'string' ? Date.parse(row.updated_at) : NaN;
+      if (t > newest) newest = t;
+    }
+  }
+  if (!newest) throw new Error(`big school: no updated_at read back from ${dir}`);
+  return { distinct: ids.size, newest };
 }
