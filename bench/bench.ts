@@ -38,8 +38,8 @@ export interface BenchOptions {
   mode: Mode;
   /** where results.json goes (default: none) */
   out?: string;
-  /** README whose table block is replaced */
-  readme?: string;
+  /** READMEs whose table block (between the bench:results markers) is replaced */
+  readmes?: string[];
   nodeArgs?: string[];
   log?: (s: string) => void;
   /** run only these sections (throughput, memory, latency, big-school, incremental); default all */
@@ -71,7 +71,7 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
   }
   const text = table(lines(results));
   if (o.out) await writeFile(o.out, JSON.stringify(results, null, 2) + '\n');
-  if (o.readme) await updateReadme(o.readme, results, text);
+  for (const readme of o.readmes ?? []) await updateReadme(readme, results, text);
   return { results, table: text };
 }
 

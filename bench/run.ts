@@ -32,7 +32,7 @@ const { table } = await runBench({
   only,
   // Only a complete, full-scale, unprofiled run updates the committed record.
   out: mode === 'tiny' || nodeArgs.length || only ? undefined : resolve(ROOT, 'bench/results.json'),
-  readme: mode === 'tiny' || nodeArgs.length || only ? undefined : resolve(ROOT, 'bench/README.md'),
+  readmes: mode === 'tiny' || nodeArgs.length || only ? undefined : [resolve(ROOT, 'bench/README.md'), resolve(ROOT, 'README.md')],
   log: (s) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${s}\n`),
 });
 process.stdout.write(table + '\n');
