@@ -36,7 +36,10 @@ export function readManifests(dir: string): CommittedTask[] {
   for (const name of readdirSync(mdir).sort()) {
     const p = join(mdir, name);
     if (name.endsWith('.json')) add(JSON.parse(readFileSync(p, 'utf8')) as Manifest);
-    else for (const part of readdirSync(p).sort()) add(JSON.parse(readFileSync(join(p, part), 'utf8')) as Manifest);
+    // only parts: a killed run also leaves the temporary file of a part it was writing
+    else
+      for (const part of readdirSync(p).sort())
+        if (/^part-\d+\.json$/.test(part)) add(JSON.parse(readFileSync(join(p, part), 'utf8')) as Manifest);
   }
   // A purge (access revoked) removed the school's files: what came before it is gone.
   return out
