@@ -16,7 +16,7 @@ import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
 import { CursorRefused, runWalks, type Walk } from './walks.ts';
-import { splitByTime, updatedAtMs, WindowDedupe } from './windows.ts';
+import { boundNewest, naiveUtc, splitByTime, updatedAtMs, WindowDedupe } from './windows.ts';
 
 export type { SchoolRef };
 
@@ -268,12 +268,28 @@ async function startRead(
   if (pagination?.more === false || typeof pagination?.next !== 'string' || pagination.next === '') return first.serverDate;
   const stamps = records.map((r) => updatedAtMs(r, field)).filter((t): t is number => t !== undefined);
   const until = first.serverDate ?? new Date();
-  const { windows, boundaries } = splitByTime(new Date(stamps.length ? Math.min(...stamps) : 0), until, plan.windows);
+  const oldest = stamps.length ? Math.min(...stamps) : 0;
+  const known = stamps.length ? Math.max(...stamps) : oldest;
+  const { newest } = await boundNewest({ oldest, known, until: until.getTime(), probes: plan.windows }, (ms) =>
+    anyUpdatedAfter(plan, env, req, ms),
+  );
+  const { windows, boundaries } = splitByTime(new Date(oldest), new Date(newest), plan.windows);
   const dedupe = new WindowDedupe(boundaries, field, plan.spec.key[0] ?? 'id');
   dedupe.remember(records);
   progress.startedAt ??= until;
   await walkAll(plan, env, out, progress, req, windows, boundaries, dedupe);
   return first.serverDate;
+}
+
+/** One row at most, no includes: whether the school has any row updated after this instant. */
+async function anyUpdatedAfter(plan: TaskPlan, env: TaskEnv, req: ListRequest, ms: number): Promise<boolean> {
+  const probe = await env.client.getJson<{ data?: unknown }>(req.path, {
+    domain: plan.school.domain,
+    token: plan.school.token,
+    query: { ...req.query, per_page: 1, updated_after: naiveUtc(ms) },
+    ctx: req.ctx,
+  });
+  return Array.isArray(probe.body?.data) && probe.body.data.length > 0;
 }
 
 async function walkAll(

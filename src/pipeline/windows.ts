@@ -5,8 +5,11 @@ import { convertDatetime } from '../flatten/index.ts';
  * a school of a million rows is read by several connections at once instead of one cursor chain.
  *
  * The windows are equal slices of time between the oldest updated_at on the first page and the
- * server's clock at the start of the read; the first is open below and the last open above, so
- * every row falls in some window whatever the first page's sample showed. The service takes
+ * newest updated_at in the school, found by a few rounds of one-row probes (boundNewest): a
+ * school's rows often stop long before the server's clock (a school last synchronised months
+ * ago), and slices up to the clock would put every row in the first window. The first window is
+ * open below and the last open above, so every row falls in some window whatever the sample and
+ * the probes showed. The service takes
  * naive times to the second and may read them as UTC or Europe/London (spec: not shown), but it
  * reads both bounds the same way, so neighbouring windows meet; each bound is widened by a second
  * so a row stamped exactly on it is in both, and the duplicates are dropped by id (WindowDedupe).
@@ -43,6 +46,65 @@ export function splitByTime(oldest: Date, until: Date, k: number): { windows: Ti
     });
   }
   return { windows, boundaries };
+}
+
+/** How boundNewest asks the service whether any row was updated after an instant (epoch ms). */
+export type AnyAfter = (ms: number) => Promise<boolean>;
+
+/**
+ * An upper bound of the newest updated_at in (known, until], where `known` is a stamp some row
+ * has (the sample's newest; `oldest` is the sample's oldest). Each round asks `probes` questions
+ * at once, in one round trip, and keeps the step where rows stop. The first round's steps grow
+ * geometrically from `known`, starting at the sample's own span, so rows that stop an hour or a
+ * year before the clock are both found in three rounds or fewer, and its last step is the last
+ * even one, so rows that reach the clock are found in one; later rounds step evenly. It
+ * stops once the doubt is under a quarter of the rows' span found so far (the windows then lose
+ * at most about a quarter of their parallelism to empty time), at two seconds, or after `rounds`.
+ */
+export async function boundNewest(
+  o: { oldest: number; known: number; until: number; probes: number; rounds?: number },
+  anyAfter: AnyAfter,
+): Promise<{ newest: number; probes: number }> {
+  let lo = Math.floor(o.known / SECOND) * SECOND;
+  let hi = Math.max(lo, o.until);
+  let asked = 0;
+  for (let round = 0; round < (o.rounds ?? 3); round++) {
+    if (hi - lo <= Math.max(2 * SECOND, (lo - o.oldest) / 4)) break;
+    const points = round === 0 ? growingPoints(lo, hi, o.probes, lo - o.oldest) : evenPoints(lo, hi, o.probes);
+    const answers = await Promise.all(points.map(anyAfter));
+    asked += points.length;
+    const last = answers.lastIndexOf(true);
+    if (last >= 0) lo = points[last]!;
+    if (last + 1 < points.length) hi = points[last + 1]!;
+  }
+  return { newest: hi, probes: asked };
+}
+
+/** Up to n whole seconds strictly inside (lo, hi), at equal steps. */
+function evenPoints(lo: number, hi: number, n: number): number[] {
+  return wholeSecondsInside(lo, hi, (i) => lo + ((hi - lo) * i) / (n + 1), n);
+}
+
+/**
+ * Up to n whole seconds strictly inside (lo, hi): n - 1 at distances from lo growing by a constant
+ * ratio from `first`, and the last at the last even step, so a school whose rows reach to the
+ * clock is known after this one round.
+ */
+function growingPoints(lo: number, hi: number, n: number, first: number): number[] {
+  const step = Math.max(SECOND, first);
+  const lastStep = hi - (hi - lo) / (n + 1);
+  if (n < 2 || step * (n + 1) >= hi - lo) return evenPoints(lo, hi, n); // the sample spans a step already: even steps are finer
+  const ratio = Math.pow((lastStep - lo) / step, 1 / (n - 1));
+  return wholeSecondsInside(lo, hi, (i) => (i < n ? lo + step * Math.pow(ratio, i - 1) : lastStep), n);
+}
+
+function wholeSecondsInside(lo: number, hi: number, at: (i: number) => number, n: number): number[] {
+  const points: number[] = [];
+  for (let i = 1; i <= n; i++) {
+    const p = Math.floor(at(i) / SECOND) * SECOND;
+    if (p > (points.at(-1) ?? lo) && p < hi) points.push(p);
+  }
+  return points;
 }
 
 /** The instant of a record's updated_at (the API's datetime object), or undefined. */

@@ -48,15 +48,29 @@ describe('one big school', () => {
 
   const pageRequests = () => sb.control.requests().filter((r) => r.path.includes(`/schools/${SCHOOL}/achievements`)).length;
 
-  it('windows: a full read in updated_at windows holds every row once, for one extra request', async () => {
+  it('windows: a full read in updated_at windows holds every row once and splits the rows, not the clock', async () => {
     const tmp = tempDir('windows-');
     try {
       sb.control.clearRequests();
       const s = await runExport(sandboxConfig(sb, tmp.dir, { ...base, windows: 4 }), { token: sb.tokens.full });
       expect(s.failures).toEqual([]);
       expect(s.tables.achievements?.rows).toBe(ROWS);
-      // the sampling page, each window's pages (a partial last page each) and no more
-      expect(pageRequests()).toBeLessThanOrEqual(ROWS / PER_PAGE + 1 + 4);
+      // the sampling page, each window's pages (a partial last page each) and the probes that
+      // find where the rows stop (at most three rounds of four one-row requests)
+      const requests = sb.control.requests().filter((r) => r.path.includes(`/schools/${SCHOOL}/achievements`));
+      const probes = requests.filter((r) => new URL(r.path, 'http://x').searchParams.get('per_page') === '1');
+      expect(probes.length).toBeLessThanOrEqual(3 * 4);
+      expect(requests.length - probes.length).toBeLessThanOrEqual(ROWS / PER_PAGE + 1 + 4);
+      // The sandbox's rows stop years before its clock: the windows still split them, not just
+      // the time up to the clock (which would leave every row in the first window).
+      const pagesPerWindow = new Map<string, number>();
+      for (const r of requests.filter((x) => !probes.includes(x))) {
+        const q = new URL(r.path, 'http://x').searchParams;
+        const w = `${q.get('updated_after') ?? ''}..${q.get('updated_before') ?? ''}`;
+        if (w !== '..') pagesPerWindow.set(w, (pagesPerWindow.get(w) ?? 0) + 1);
+      }
+      expect(pagesPerWindow.size).toBe(4);
+      expect(Math.max(...pagesPerWindow.values())).toBeLessThanOrEqual(Math.ceil(ROWS / PER_PAGE / 2));
       await expectExact(tmp.dir);
     } finally {
       tmp.cleanup();
