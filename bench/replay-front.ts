@@ -9,9 +9,10 @@
  * so changes made through the sandbox's control API are seen by them. The front also injects
  * latency (a delay before every /v1.0 answer) and counts requests: the sandbox's own latency and
  * request log would only see cache misses. A replayed answer carries the Date header the sandbox
- * sent when it was recorded: the exporter plans from the server's clock (a windowed read splits
- * [oldest row, server now] into updated_at windows), so the recorded clock makes a replayed run ask
- * the same URLs as the recording run, and be served from memory, rather than miss on every window.
+ * sent when it was recorded: the exporter plans from the server's clock (a windowed read probes
+ * for the newest row below it and splits the time up to there into updated_at windows), so the
+ * recorded clock makes a replayed run ask the same URLs as the recording run, and be served from
+ * memory, rather than miss on every probe and window.
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,11 +29,11 @@ export interface Front {
   requests: number;
   /**
    * Of those, the requests carrying updated_after or updated_before, by `after..before` (a windowed
-   * read's pages per window: how evenly the windows split the school).
+   * read's pages per window: how evenly the windows split the school), one-row probes apart.
    */
   windows: Map<string, number>;
-  /** when set, the Date header of every answer (an HTTP date): the server's clock pinned, for a what-if */
-  clock?: string;
+  /** Of those, the one-row probes (per_page=1) a windowed read plans its windows with. */
+  probes: number;
   /** Writes the stored bodies (gzip, first-seen order) as [u32 length][bytes]... to `file`. */
   dump(file: string): Promise<{ pages: number; bytes: number }>;
   close(): Promise<void>;
@@ -59,7 +60,8 @@ export async function startFront(sandboxOrigins: string[]): Promise<Front> {
     if (api) {
       front.requests++;
       const q = new URL(req.url ?? '/', 'http://front').searchParams;
-      if (q.has('updated_after') || q.has('updated_before')) {
+      if (q.get('per_page') === '1') front.probes++;
+      else if (q.has('updated_after') || q.has('updated_before')) {
         const w = `${q.get('updated_after') ?? ''}..${q.get('updated_before') ?? ''}`;
         front.windows.set(w, (front.windows.get(w) ?? 0) + 1);
       }
@@ -67,7 +69,7 @@ export async function startFront(sandboxOrigins: string[]): Promise<Front> {
     }
     const key = `${upstream} ${req.url}`;
     const hit = req.method === 'GET' ? cache.get(key) : undefined;
-    if (hit) return send(res, hit, front.clock);
+    if (hit) return send(res, hit);
     const body = await readBody(req);
     const up = await forward(upstream, req, body);
     const gz = /gzip/.test(String(up.headers['content-encoding'] ?? ''));
@@ -83,7 +85,7 @@ export async function startFront(sandboxOrigins: string[]): Promise<Front> {
     const date = typeof up.headers.date === 'string' ? up.headers.date : undefined;
     const stored: Stored = { body: gzipSync(text, { level: 1 }), contentType, ...(date ? { date } : {}) };
     if (req.method === 'GET' && api) cache.set(key, stored);
-    send(res, stored, front.clock);
+    send(res, stored);
   }
 
   for (const upstream of sandboxOrigins) {
@@ -104,6 +106,7 @@ export async function startFront(sandboxOrigins: string[]): Promise<Front> {
     latencyMs: 0,
     requests: 0,
     windows: new Map(),
+    probes: 0,
     async dump(file) {
       const parts: Buffer[] = [];
       let bytes = 0;
@@ -123,12 +126,12 @@ export async function startFront(sandboxOrigins: string[]): Promise<Front> {
   return front;
 }
 
-function send(res: ServerResponse, s: Stored, clock: string | undefined): void {
+function send(res: ServerResponse, s: Stored): void {
   res.writeHead(200, {
     'content-type': s.contentType,
     'content-encoding': 'gzip',
     'content-length': s.body.length,
-    date: clock ?? s.date ?? new Date().toUTCString(),
+    date: s.date ?? new Date().toUTCString(),
   });
   res.end(s.body);
 }

@@ -7,9 +7,9 @@
  * with one JSON line:
  * - {"cmd":"dump","file":PATH} → {"pages":N,"bytes":N}
  * - {"cmd":"latency","ms":N}: delay before every /v1.0 answer
- * - {"cmd":"clock","date":ISO|null}: pins (or frees) the Date header of the front's answers
- * - {"cmd":"requests"} → {"requests":N,"windows":{"after..before":N}}: /v1.0 requests since the
- *   last {"cmd":"reset"}, and those carrying updated_after/before by window
+ * - {"cmd":"requests"} → {"requests":N,"windows":{"after..before":N},"probes":N}: /v1.0 requests
+ *   since the last {"cmd":"reset"}, those carrying updated_after/before by window, and the
+ *   one-row probes
  * Stops when stdin closes (parent gone) or on SIGTERM.
  */
 import { createInterface } from 'node:readline';
@@ -40,18 +40,15 @@ process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 const lines = createInterface({ input: process.stdin });
 lines.on('line', async (line) => {
-  const cmd = JSON.parse(line) as { cmd: string; file?: string; ms?: number; date?: string | null };
+  const cmd = JSON.parse(line) as { cmd: string; file?: string; ms?: number };
   let answer: unknown = { error: `unknown command ${cmd.cmd} (or no front)` };
   if (front && cmd.cmd === 'dump' && cmd.file) answer = await front.dump(cmd.file);
   if (front && cmd.cmd === 'latency') answer = { latencyMs: (front.latencyMs = Number(cmd.ms)) };
-  if (front && cmd.cmd === 'clock') {
-    if (cmd.date) front.clock = new Date(cmd.date).toUTCString();
-    else delete front.clock;
-    answer = { clock: front.clock ?? null };
-  }
-  if (front && cmd.cmd === 'requests') answer = { requests: front.requests, windows: Object.fromEntries(front.windows) };
+  if (front && cmd.cmd === 'requests')
+    answer = { requests: front.requests, windows: Object.fromEntries(front.windows), probes: front.probes };
   if (front && cmd.cmd === 'reset') {
     front.windows.clear();
+    front.probes = 0;
     answer = { requests: (front.requests = 0) };
   }
   process.stdout.write(JSON.stringify(answer) + '\n');

@@ -336,12 +336,12 @@ export async function incremental(o: Opts): Promise<IncrementalResult> {
 export interface BigSchoolRun {
   /** --windows (1: off) */
   windows: number;
-  /** set for the what-if run: the Date header the front pinned (just after the newest row) */
-  clock?: string;
   ms: number;
   cpuMs: number;
   maxRssMB: number;
   requests: number;
+  /** of those, the one-row probes that found where the school's rows stop (windows only) */
+  probes: number;
   /** achievements rows the run reported, and distinct ids in its NDJSON files */
   rows: number;
   distinctIds: number;
@@ -365,21 +365,18 @@ export interface BigSchoolResult {
   fixed: number;
   plain: BigSchoolRun;
   windowed: BigSchoolRun;
-  /** --windows with the server's clock pinned just after the newest row, so equal time slices hold equal rows */
-  pinned: BigSchoolRun;
 }
 
-type BigKey = 'plain' | 'windowed' | 'pinned';
+type BigKey = 'plain' | 'windowed';
 
 /**
  * Section 5b: one school of `rows` achievements read in full with latency injected per page by the
  * front, without and with --windows, rounds interleaved. The front replays the recorded Date
- * header, so a replayed windowed run plans the windows the recording (warm-up) run planned and is
- * served from memory. The windows are equal slices of time from the first page's oldest row to
- * the server's clock; a third run pins that clock just after the school's newest row, so the
- * slices hold equal rows: what the windows do when the split is even, side by side with what
- * they do on the sandbox's timeline. Each run's NDJSON is read back: distinct ids must be the
- * school's rows (windows overlap at their boundaries and must drop the duplicates).
+ * header, so a replayed windowed run probes and plans the windows the recording (warm-up) run
+ * did and is served from memory. The sandbox's rows stop years before its clock, which is what
+ * the probes are for: windows as equal slices up to the clock would hold every row in the first.
+ * Each run's NDJSON is read back: distinct ids must be the school's rows (windows overlap at
+ * their boundaries and must drop the duplicates).
  */
 export async function bigSchool(o: Opts): Promise<BigSchoolResult> {
   const { rows, maxPerPage, ms, concurrency, windows, repeat } = o.scale.bigSchool;
@@ -395,33 +392,24 @@ export async function bigSchool(o: Opts): Promise<BigSchoolResult> {
     return r;
   };
   try {
-    // Warm-ups (unmeasured, no latency) fill the front: the plain walk, which also finds the
-    // newest row, then the windows as planned on the recorded clock and on the pinned one.
+    // Warm-ups (unmeasured, no latency) fill the front: the plain walk, then the windowed one.
     o.log('big school: warm-up exports (fill the replay front from the sandbox)');
-    const warmDir = await freshDir(o.work, 'big-warm');
-    await exportTo(warmDir, 1);
-    const { newest } = await readBack(join(warmDir, 'achievements'));
-    await rm(warmDir, { recursive: true, force: true });
-    const clock = new Date(newest + 60_000).toISOString();
-    const variants: { key: BigKey; windows: number; clock?: string; minRequests: number }[] = [
+    const variants: { key: BigKey; windows: number; minRequests: number }[] = [
       { key: 'plain', windows: 1, minRequests: fixed + pages },
       { key: 'windowed', windows, minRequests: fixed + 1 + pages },
-      { key: 'pinned', windows, clock, minRequests: fixed + 1 + pages },
     ];
-    for (const v of variants.slice(1)) {
-      await sb.command({ cmd: 'clock', date: v.clock ?? null });
+    for (const v of variants) {
       const dest = await freshDir(o.work, 'big-warm');
       await exportTo(dest, v.windows);
       await rm(dest, { recursive: true, force: true });
     }
     await sb.command({ cmd: 'latency', ms });
-    const runs: Record<BigKey, BigSchoolRun[]> = { plain: [], windowed: [], pinned: [] };
+    const runs: Record<BigKey, BigSchoolRun[]> = { plain: [], windowed: [] };
     for (let i = 0; i < repeat; i++) {
       for (const v of variants) {
         o.log(
-          `big school: round ${i + 1} of ${repeat}, ${rows} achievements, ${pages} pages x ${ms} ms, concurrency ${concurrency}, ${v.windows > 1 ? `--windows ${v.windows}` : 'no windows'}${v.clock ? `, server clock pinned to ${v.clock}` : ''}`,
+          `big school: round ${i + 1} of ${repeat}, ${rows} achievements, ${pages} pages x ${ms} ms, concurrency ${concurrency}, ${v.windows > 1 ? `--windows ${v.windows}` : 'no windows'}`,
         );
-        await sb.command({ cmd: 'clock', date: v.clock ?? null });
         await sb.command({ cmd: 'reset' });
         const dest = await freshDir(o.work, `big-${v.key}`);
         const r = await exportTo(dest, v.windows);
@@ -430,11 +418,11 @@ export async function bigSchool(o: Opts): Promise<BigSchoolResult> {
         await rm(dest, { recursive: true, force: true });
         runs[v.key].push({
           windows: v.windows,
-          ...(v.clock ? { clock: v.clock } : {}),
           ms: r.ms,
           cpuMs: r.cpuMs,
           maxRssMB: r.maxRssMB,
           requests: Number(counted.requests),
+          probes: Number(counted.probes ?? 0),
           rows: r.rows.achievements ?? 0,
           distinctIds: back.distinct,
           windowPages: (counted.windows ?? {}) as Record<string, number>,
@@ -445,34 +433,19 @@ export async function bigSchool(o: Opts): Promise<BigSchoolResult> {
       }
     }
     const pick = (rs: BigSchoolRun[]): BigSchoolRun => ({ ...median(rs).median, runs: rs.map((r) => r.ms) });
-    return {
-      rows,
-      pages,
-      latencyMs: ms,
-      concurrency,
-      fixed,
-      plain: pick(runs.plain),
-      windowed: pick(runs.windowed),
-      pinned: pick(runs.pinned),
-    };
+    return { rows, pages, latencyMs: ms, concurrency, fixed, plain: pick(runs.plain), windowed: pick(runs.windowed) };
   } finally {
     await sb.close();
   }
 }
 
-/** Distinct `id`s and the newest `updated_at` (epoch ms) over the NDJSON files of one table's folder. */
-async function readBack(dir: string): Promise<{ distinct: number; newest: number }> {
+/** Distinct `id`s over the NDJSON files of one table's folder. */
+async function readBack(dir: string): Promise<{ distinct: number }> {
   const ids = new Set<string>();
-  let newest = 0;
   for (const f of await ndjsonFiles(dir)) {
     for await (const line of createInterface({ input: createReadStream(f) })) {
-      if (!line) continue;
-      const row = JSON.parse(line) as { id?: unknown; updated_at?: unknown };
-      ids.add(String(row.id));
-      const t = typeof row.updated_at === 'string' ? Date.parse(row.updated_at) : NaN;
-      if (t > newest) newest = t;
+      if (line) ids.add(String((JSON.parse(line) as { id?: unknown }).id));
     }
   }
-  if (!newest) throw new Error(`big school: no updated_at read back from ${dir}`);
-  return { distinct: ids.size, newest };
+  return { distinct: ids.size };
 }
