@@ -16,7 +16,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { PageMeta } from '../decode/index.ts';
-import { compileResource, type CompiledResource } from './page-encoder.ts';
+import { compileResource, type CompiledResource, type PageEncoder } from './page-encoder.ts';
 import { encodeParsed, fromWire, parsePage, type PageResult } from './page-work.ts';
 import type { FromWorker, TaskSetup, ToWorker } from './protocol.ts';
 
@@ -37,6 +37,13 @@ export interface PageHandle {
 export interface TaskEncoding {
   /** Hands over a raw page body (its buffer is transferred: do not use it afterwards); waits for a slot first. */
   submit(body: Buffer, gzip: boolean): Promise<PageHandle>;
+  /**
+   * Encodes rows already parsed on this thread (a windowed read's, whose duplicate ids at the
+   * windows' bounds are dropped before encoding), with the same generated code. With a pool
+   * this thread keeps its own encoder for the task; each page carries the drift it first saw,
+   * so a task may mix both.
+   */
+  encodeRows(rows: readonly unknown[]): PageResult;
   /** Ends the task; returns its drift (undeclared columns per table). */
   close(): Promise<Map<string, Set<string>>>;
 }
@@ -65,6 +72,19 @@ export function createEncoding(o: EncodingOptions): Encoding {
   return o.workers > 0 ? new WorkerPool(o) : new InThread();
 }
 
+const compiled = new Map<string, CompiledResource>();
+
+/** A resource's generated encoder for this thread, compiled once per resource, format and options. */
+function compiledOnThisThread(setup: TaskSetup): CompiledResource {
+  const key = JSON.stringify([setup.spec, setup.format, setup.formatOptions]);
+  let c = compiled.get(key);
+  if (!c) {
+    c = compileResource(setup.spec, setup.format, setup.formatOptions);
+    compiled.set(key, c);
+  }
+  return c;
+}
+
 const observed = <T>(p: Promise<T>): Promise<T> => {
   p.catch(() => undefined); // awaited by the caller when it needs it; never unhandled meanwhile
   return p;
@@ -73,17 +93,11 @@ const observed = <T>(p: Promise<T>): Promise<T> => {
 /** `--workers 0`: the same work, on the calling thread. */
 class InThread implements Encoding {
   readonly workers = 0;
-  private readonly compiled = new Map<string, CompiledResource>();
 
   openTask(setup: TaskSetup): TaskEncoding {
-    const key = JSON.stringify([setup.spec, setup.format, setup.formatOptions]);
-    let c = this.compiled.get(key);
-    if (!c) {
-      c = compileResource(setup.spec, setup.format, setup.formatOptions);
-      this.compiled.set(key, c);
-    }
-    const encoder = c.forTask(setup.ctx);
+    const encoder = compiledOnThisThread(setup).forTask(setup.ctx);
     return {
+      encodeRows: (rows) => encoder.encode(rows, setup.keyField),
       submit: (body, gzip) => {
         let parsed: ReturnType<typeof parsePage>;
         try {
@@ -234,7 +248,9 @@ class WorkerPool implements Encoding {
     w.tasks++;
     w.post({ t: 'open', task, setup });
     let closed = false;
+    let here: PageEncoder | undefined;
     return {
+      encodeRows: (rows) => (here ??= compiledOnThisThread(setup).forTask(setup.ctx)).encode(rows, setup.keyField),
       submit: async (body, gzip) => {
         if (closed) throw new Error('submit after close');
         await this.slot();

@@ -68,6 +68,8 @@ export interface TaskEnv {
   encoding?: Encoding;
   /** Set by runTask when the task's pages take src/encode: the paginator's decoder. */
   decode?: PageDecoder;
+  /** Set alongside `decode`: the same encoding for rows parsed on this thread (windowed reads). */
+  encodeRows?: (rows: readonly unknown[]) => PageResult;
   format: Format;
   formatOptions: FormatOptions;
   runId: string;
@@ -118,7 +120,8 @@ export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskResult>
   const encoding = openEncoding(plan, env, out, collectKeys);
   try {
     const localStart = new Date();
-    const serverStart = await readAll(plan, { ...env, decode: encoding && encodingDecoder(encoding) }, out, progress);
+    const encoded = encoding && { decode: encodingDecoder(encoding), encodeRows: (rows: readonly unknown[]) => encoding.encodeRows(rows) };
+    const serverStart = await readAll(plan, { ...env, ...encoded }, out, progress);
     progress.startedAt ??= serverStart ?? localStart;
     await commitFinal(plan, env, out, progress);
     return { rows: progress.rows, files: progress.files, pieces: progress.seq, resumed: progress.resumed };
@@ -261,8 +264,7 @@ async function startRead(
     ctx: req.ctx,
   });
   const records = Array.isArray(first.body?.data) ? first.body.data : [];
-  await out.writeRecords(records);
-  progress.rows += records.length;
+  await writeParsed(env, out, progress, records);
   progress.pages += 1;
   const pagination = first.body?.meta?.pagination;
   if (pagination?.more === false || typeof pagination?.next !== 'string' || pagination.next === '') return first.serverDate;
@@ -279,6 +281,18 @@ async function startRead(
   progress.startedAt ??= until;
   await walkAll(plan, env, out, progress, req, windows, boundaries, dedupe);
   return first.serverDate;
+}
+
+/** Rows parsed on this thread: through the task's generated encoder when it has one, else flattened. */
+async function writeParsed(env: TaskEnv, out: TaskOutput, progress: ReadProgress, records: readonly unknown[]): Promise<void> {
+  if (env.encodeRows) {
+    const page = env.encodeRows(records);
+    await out.writeEncoded(page);
+    progress.rows += page.records;
+    return;
+  }
+  await out.writeRecords(records);
+  progress.rows += records.length;
 }
 
 /** One row at most, no includes: whether the school has any row updated after this instant. */
@@ -318,7 +332,7 @@ async function walkAll(
         include: plan.spec.children?.map((c) => c.include),
         ctx: req.ctx,
         ...(w.next ? { from: w.next } : {}),
-        // windows drop duplicate ids from rows here, so their pages stay rows
+        // windows drop duplicate ids from rows here, so their pages are parsed here (writeParsed)
         ...(env.decode && !dedupe ? { decode: env.decode } : {}),
       }),
     write: async (records, encoded) => {
@@ -329,8 +343,7 @@ async function walkAll(
         progress.rows += page.records;
         return;
       }
-      await out.writeRecords(records);
-      progress.rows += records.length;
+      await writeParsed(env, out, progress, records);
     },
     pageDone: (batch) => {
       serverStart ??= batch.serverDate;
