@@ -240,11 +240,11 @@ export interface LatencyRun {
 export async function latency(o: Opts): Promise<LatencyRun[]> {
   const { schools, rows, maxPerPage, ms, concurrency } = o.scale.latency;
   const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage }, true);
-  // What must be fetched at the maximum per_page: the discovery list and each school's pages.
-  // What a run must ask: the discovery list, the revoked and declined lists (reconciliation), and
-  // per school its permissions (probed before a full read) and its pages at the maximum per_page.
+  // What a run must ask: the discovery list, and per school its permissions (probed before a full
+  // read) and its pages at the maximum per_page. (The revoked and declined lists are asked only
+  // when a school held in the destination is gone from discovery; every run here starts empty.)
   const perSchool = 1 + Math.ceil(rows / maxPerPage);
-  const fixed = Math.ceil(schools / maxPerPage) + 2;
+  const fixed = Math.ceil(schools / maxPerPage);
   const minRequests = fixed + schools * perSchool;
   const out: LatencyRun[] = [];
   try {
@@ -361,7 +361,7 @@ export interface BigSchoolResult {
   pages: number;
   latencyMs: number;
   concurrency: number;
-  /** requests the run sends besides the school's pages: discovery, the revoked and declined lists, the permissions probe */
+  /** requests the run sends besides the school's pages: discovery and the permissions probe */
   fixed: number;
   plain: BigSchoolRun;
   windowed: BigSchoolRun;
@@ -382,9 +382,9 @@ export async function bigSchool(o: Opts): Promise<BigSchoolResult> {
   const { rows, maxPerPage, ms, concurrency, windows, repeat } = o.scale.bigSchool;
   const sb = await startSandboxProc({ seed: 1, schools: 1, achievementsPerSchool: rows, maxPerPage }, true);
   const pages = Math.ceil(rows / maxPerPage);
-  // discovery (one page), the revoked and declined lists (reconciliation, every run) and the
-  // permissions probe before a full read; a windowed read adds its sampling first page
-  const fixed = 1 + 2 + 1;
+  // discovery (one page) and the permissions probe before a full read; a windowed read adds its
+  // sampling first page (the destinations start empty: no revocation to reconcile)
+  const fixed = 1 + 1;
   const extra = (w: number): Partial<ChildArgs> => ({ concurrency, ...(w > 1 ? { config: { windows: w } } : {}) });
   const exportTo = async (dest: string, w: number): Promise<ChildResult> => {
     const r = await runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, 'ndjson', extra(w)), { nodeArgs: o.nodeArgs });

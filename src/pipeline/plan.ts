@@ -11,6 +11,8 @@ export interface DiscoveredSchools {
   schools: SchoolRef[];
   /** Schools that will not be exported, with the reason (unsafe id, domain not configured, not found). */
   problems: { schoolId: string; region: string; error: ExportError }[];
+  /** Every id /schools listed, before --schools and --shard: the schools that still approve access. */
+  approved: Set<string>;
 }
 
 /** The approved schools, filtered by --schools and --shard, each checked before it becomes a path. */
@@ -22,9 +24,11 @@ export async function discoverSchools(
   const problems: DiscoveredSchools['problems'] = [];
   const wanted = o.only ? new Set(o.only) : undefined;
   const found = new Set<string>();
+  const approved = new Set<string>();
   for await (const batch of client.paginate('/schools', { mode: 'cursor', perPage: o.perPage, ctx: { endpoint: '/schools' } })) {
     for (const raw of batch.rows as Record<string, unknown>[]) {
       const id = raw?.id;
+      approved.add(String(id));
       if (wanted && !wanted.has(String(id))) continue;
       found.add(String(id));
       if (shardOf(String(id), o.shard.count) !== o.shard.index) continue;
@@ -44,7 +48,7 @@ export async function discoverSchools(
     }
   }
   schools.sort((a, b) => a.id.localeCompare(b.id, 'en', { numeric: true }));
-  return { schools, problems };
+  return { schools, problems, approved };
 }
 
 /** A school from discovery, with its id, region and domain checked before they become paths or hosts. */

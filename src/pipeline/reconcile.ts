@@ -49,6 +49,25 @@ export async function reconcileRevocations(
   return notes;
 }
 
+/** Ids of the schools of this shard with state in this destination. */
+export async function heldSchools(sink: Sink, shard: { index: number; count: number }): Promise<string[]> {
+  const ids: string[] = [];
+  for (const path of await sink.list('_state/region=')) {
+    const id = /^_state\/region=[^/]+\/school_id=([^/]+)\.json$/.exec(path)?.[1];
+    if (id && isSafeId(id) && shardOf(id, shard.count) === shard.index) ids.push(id);
+  }
+  return ids;
+}
+
+/** Whether a school held here, and not already stopped by a directive, is missing from /schools. */
+export async function holdsUnapproved(sink: Sink, held: string[], approved: ReadonlySet<string>): Promise<boolean> {
+  for (const id of held) {
+    if (approved.has(id)) continue;
+    if (!(await readDirective(sink, id))?.deactivated) return true;
+  }
+  return false;
+}
+
 /** A school we still export: state here and no directive that already stopped it. */
 async function holdsSchool(sink: Sink, id: string, region: unknown): Promise<boolean> {
   if (typeof region !== 'string' || !/^[a-z0-9][a-z0-9_-]{0,31}$/i.test(region)) return false;

@@ -36,12 +36,13 @@ type PlanIo = { client: ApiClient; sink: Sink; reporter: Reporter };
 export async function planRun(
   cfg: RunConfig,
   io: PlanIo,
-  o: { now: Date; personalData?: string; probe?: boolean; before?: Promise<unknown> },
+  o: { now: Date; personalData?: string; probe?: boolean; reconcile?: (approved: ReadonlySet<string>) => Promise<string[]> },
 ): Promise<RunPlan> {
   const resources = selectResources(cfg.resources, cfg.customResources);
   const discovered = await discoverSchools(io.client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
-  await o.before; // what must settle before schools are planned (revocations being reconciled)
-  const plan: RunPlan = { schools: discovered.schools.length, tasks: [], skipped: [], deactivated: [], scopeMasked: {}, notes: [] };
+  // settled before schools are planned: a reconciled revocation changes a school's directive
+  const notes = (await o.reconcile?.(discovered.approved)) ?? [];
+  const plan: RunPlan = { schools: discovered.schools.length, tasks: [], skipped: [], deactivated: [], scopeMasked: {}, notes };
   for (const p of discovered.problems) skipSchool(plan, io.reporter, { id: p.schoolId, region: p.region }, p.error);
   const settings: PlanSettings = {
     fullRefresh: cfg.fullRefresh,

@@ -13,7 +13,7 @@ import type { Clock } from '../source/retry.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
 import { sweepLeftovers } from './leftovers.ts';
-import { reconcileRevocations } from './reconcile.ts';
+import { heldSchools, holdsUnapproved, reconcileRevocations } from './reconcile.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
@@ -116,10 +116,15 @@ type StartedDeps = RunDeps & { runId: string; startedAt: Date };
 
 async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
-  // Revocations are reconciled while discovery pages (both are a few list requests), before any school is planned.
-  const reconciled = reconcile(cfg, io, run);
-  const plan = await planRun(cfg, io, { now: run.startedAt, personalData: run.personalData.fingerprint, before: reconciled });
-  plan.notes.unshift(...(await reconciled));
+  // The schools this destination holds are listed while discovery pages; revocations are
+  // reconciled only when one of them is no longer approved.
+  const held = heldSchools(io.sink, cfg.shard);
+  held.catch(() => undefined); // awaited by the reconciliation, which says when it fails
+  const plan = await planRun(cfg, io, {
+    now: run.startedAt,
+    personalData: run.personalData.fingerprint,
+    reconcile: (approved) => reconcile(cfg, io, run, held, approved),
+  });
   for (const t of plan.skipped) run.committer.record(t);
   io.reporter.emit({
     event: 'run_start',
@@ -167,9 +172,21 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
   };
 }
 
-/** Schools that revoked or declined access while no receiver was listening (best effort: a note if the lists cannot be read). */
-async function reconcile(cfg: RunConfig, io: RunIo, run: RunContext): Promise<string[]> {
+/**
+ * Schools that revoked or declined access while no receiver was listening (best effort: a note if
+ * the lists cannot be read). Only asked when a school held here is missing from /schools: a
+ * school that revoked or declined is no longer listed there, so while all are, there is nothing
+ * to reconcile and the run saves the two list requests.
+ */
+async function reconcile(
+  cfg: RunConfig,
+  io: RunIo,
+  run: RunContext,
+  held: Promise<string[]>,
+  approved: ReadonlySet<string>,
+): Promise<string[]> {
   try {
+    if (!(await holdsUnapproved(io.sink, await held, approved))) return [];
     return await reconcileRevocations(io.client, io.sink, {
       runId: run.runId,
       purge: cfg.purgeOnRevoke,

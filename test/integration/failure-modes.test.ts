@@ -115,17 +115,27 @@ describe('failure modes', () => {
     const tmp = tempDir('reconcile-');
     const local = await startSandbox({ seed: 22, schools: 3, achievementsPerSchool: 50 });
     try {
+      const lists = () => local.control.requests().filter((r) => /\/schools\/(revoked|declined)/.test(r.path)).length;
       const first = await runExport(sandboxConfig(local, tmp.dir, { format: 'ndjson' }), { token: local.tokens.full });
       expect(first.failures).toEqual([]);
+      // every school held here is still approved: nothing to reconcile, neither list is asked
+      const again = await runExport(sandboxConfig(local, tmp.dir, { format: 'ndjson' }), { token: local.tokens.full });
+      expect(again.failures).toEqual([]);
+      expect(lists()).toBe(0);
       await local.control.setAccess('A1002', 'revoked'); // no webhook URL: nobody hears it
       const second = await runExport(sandboxConfig(local, tmp.dir, { format: 'ndjson', purge_on_revoke: true }), {
         token: local.tokens.full,
       });
+      expect(lists()).toBe(2); // A1002 held here and gone from /schools: both lists asked
       expect(second.notes.join('\n')).toMatch(/school A1002 is listed by \/schools\/revoked: treated as accessRevoked .*purged/);
       expect(readManifests(tmp.dir).some((t) => t.run_id === second.runId && t.school_id === 'A1002')).toBe(false);
       expect(walk(tmp.dir).filter((p) => p.includes('school_id=A1002') && !p.startsWith('_state/_'))).toEqual([]);
       const directive = JSON.parse(readFileSync(join(tmp.dir, '_state/_directives/school_id=A1002.json'), 'utf8'));
       expect(directive.deactivated.event).toMatch(/^accessRevoked/);
+      // A1002 is stopped by its directive now: the lists are not asked again for it
+      const third = await runExport(sandboxConfig(local, tmp.dir, { format: 'ndjson' }), { token: local.tokens.full });
+      expect(third.failures).toEqual([]);
+      expect(lists()).toBe(2);
     } finally {
       await local.close();
       tmp.cleanup();
