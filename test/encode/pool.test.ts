@@ -82,6 +82,9 @@ describe('encoding pool', () => {
   it.each([0, 1])('a truncated body is the retriable decode error, a wrong one is fatal (workers: %i)', async (workers) => {
     const e = encoding(workers);
     const task = e.openTask(setup('ndjson'));
+    await (
+      await task.submit(body(pageRecords(9)), true)
+    ).result; // the first page: on this thread; the rest go to the worker
     const whole = body(pageRecords(0));
     const cut = await task.submit(whole.subarray(0, whole.length - 20), true);
     await expect(cut.parsed).rejects.toBeInstanceOf(ApiError);
@@ -96,7 +99,12 @@ describe('encoding pool', () => {
   it('bounds the pages in flight: submit waits for a slot', async () => {
     const e = encoding(1, 1);
     const task = e.openTask(setup('ndjson'));
+    await (
+      await task.submit(body(pageRecords(9)), true)
+    ).result; // the first page: on this thread, no slot
+    expect(e.started).toBe(0);
     const first = await task.submit(body(pageRecords(0)), true);
+    expect(e.started).toBe(1);
     let admitted = false;
     const second = task.submit(body(pageRecords(1)), true).then((h) => {
       admitted = true;
@@ -109,5 +117,14 @@ describe('encoding pool', () => {
     expect(admitted).toBe(true);
     expect((await h.result).records).toBe(pageRecords(1).length);
     await task.close();
+  });
+
+  it('starts no thread for one-page tasks: their page is encoded on this thread, as a second page would be by a worker', async () => {
+    const e = encoding(2);
+    const single = await run(e, 'csv', 3, 1);
+    expect(e.started).toBe(0);
+    expect(single).toEqual(await run(encoding(0), 'csv', 3, 1));
+    await run(e, 'csv', 1, 2);
+    expect(e.started).toBe(1);
   });
 });
