@@ -3,8 +3,8 @@
  * main thread (`--workers 0`, for debugging), behind one interface so the pipeline does not care.
  *  - Pages go to a worker as transferable buffers and come back as encoded bytes, never as row
  *    objects; each task is pinned to one worker (its drift and memo live there), so a task's
- *    pages are encoded, and answered, in order. A task's first page is encoded on this thread
- *    and its second binds it to a worker, so a run of one-page tasks starts no thread.
+ *    pages are encoded, and answered, in order. A task's first page, when small, is encoded on
+ *    this thread and a later page binds it to a worker, so a run of small tasks starts no thread.
  *  - Pages in flight are bounded (submit() waits for a slot), so memory stays flat whatever the
  *    number of tasks; worker heaps are capped explicitly.
  *  - A page's meta (the next cursor) is answered right after JSON.parse, before its rows are
@@ -74,6 +74,13 @@ export function defaultWorkers(): number {
 export function createEncoding(o: EncodingOptions): Encoding {
   return o.workers > 0 ? new WorkerPool(o) : new InThread();
 }
+
+/**
+ * The largest first page (compressed bytes) encoded on this thread: a page of a few hundred rows
+ * costs less here than a thread start (~40-80 ms of CPU), while full pages parsed here grew this
+ * thread's heap by 15-30 MB of peak RSS (measured), a price every full run would pay.
+ */
+const FIRST_PAGE_HERE_BYTES = 64 * 1024;
 
 const compiled = new Map<string, CompiledResource>();
 
@@ -266,7 +273,7 @@ class WorkerPool implements Encoding {
   }
 
   /**
-   * A task's first page is encoded on this thread, and only a second page binds it to a worker:
+   * A task's first page, when small, is encoded on this thread, and only a later page binds it to a worker:
    * a run of one-page tasks (a nightly incremental run, mostly) starts no thread at all, which
    * costs more than such pages do (measured: ~80 ms of a 400 ms run).
    */
@@ -280,7 +287,7 @@ class WorkerPool implements Encoding {
       encodeRows: (rows) => local().encode(rows, setup.keyField),
       submit: async (body, gzip) => {
         if (closed) throw new Error('submit after close');
-        if (!w && !here) return encodeHere(local(), setup, body, gzip);
+        if (!w && !here && body.byteLength <= FIRST_PAGE_HERE_BYTES) return encodeHere(local(), setup, body, gzip);
         w ??= this.bind(task, setup);
         await this.slot();
         if (w.failure) {

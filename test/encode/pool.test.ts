@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors.ts';
@@ -126,5 +127,16 @@ describe('encoding pool', () => {
     expect(single).toEqual(await run(encoding(0), 'csv', 3, 1));
     await run(e, 'csv', 1, 2);
     expect(e.started).toBe(1);
+  });
+
+  it("sends a large first page to a worker: parsed here, it would grow this thread's heap", async () => {
+    const e = encoding(1);
+    const task = e.openTask(setup('ndjson'));
+    const big = pageRecords(0).map((r) => ({ ...(r as object), comment: randomBytes(40_000).toString('hex') }));
+    const page = body(big);
+    expect(page.length).toBeGreaterThan(64 * 1024);
+    expect((await (await task.submit(page, true)).result).records).toBe(big.length);
+    expect(e.started).toBe(1);
+    await task.close();
   });
 });
