@@ -8,7 +8,8 @@
 import { gunzipSync } from 'node:zlib';
 import { ApiError, ExportError, type ErrorCode, type ErrorContext } from '../errors.ts';
 import { classifyStreamError, parseBufferedPage, type PageMeta } from '../decode/index.ts';
-import type { EncodedPage, PageEncoder } from './page-encoder.ts';
+import { compileResource, type CompiledResource, type EncodedPage, type PageEncoder } from './page-encoder.ts';
+import type { TaskSetup } from './protocol.ts';
 
 export interface ParsedPage {
   rows: unknown[];
@@ -30,6 +31,19 @@ export function parsePage(body: Uint8Array, gzip: boolean): ParsedPage {
 }
 
 export type PageResult = EncodedPage;
+
+const compiled = new Map<string, CompiledResource>();
+
+/** A task's encoder on the calling thread: the resource's code is generated once per thread, format and options. */
+export function encoderFor(setup: TaskSetup): PageEncoder {
+  const key = JSON.stringify([setup.spec, setup.format, setup.formatOptions]);
+  let c = compiled.get(key);
+  if (!c) {
+    c = compileResource(setup.spec, setup.format, setup.formatOptions);
+    compiled.set(key, c);
+  }
+  return c.forTask(setup.ctx);
+}
 
 export function encodeParsed(encoder: PageEncoder, page: ParsedPage, keyField: string | undefined): PageResult {
   return encoder.encode(page.rows, keyField);

@@ -17,8 +17,8 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { PageMeta } from '../decode/index.ts';
-import { compileResource, type CompiledResource, type PageEncoder } from './page-encoder.ts';
-import { encodeParsed, fromWire, parsePage, type PageResult } from './page-work.ts';
+import type { PageEncoder } from './page-encoder.ts';
+import { encodeParsed, encoderFor, fromWire, parsePage, type PageResult } from './page-work.ts';
 import type { FromWorker, TaskSetup, ToWorker } from './protocol.ts';
 
 export interface ParsedInfo {
@@ -82,19 +82,6 @@ export function createEncoding(o: EncodingOptions): Encoding {
  */
 const FIRST_PAGE_HERE_BYTES = 64 * 1024;
 
-const compiled = new Map<string, CompiledResource>();
-
-/** A resource's generated encoder for this thread, compiled once per resource, format and options. */
-function compiledOnThisThread(setup: TaskSetup): CompiledResource {
-  const key = JSON.stringify([setup.spec, setup.format, setup.formatOptions]);
-  let c = compiled.get(key);
-  if (!c) {
-    c = compileResource(setup.spec, setup.format, setup.formatOptions);
-    compiled.set(key, c);
-  }
-  return c;
-}
-
 const observed = <T>(p: Promise<T>): Promise<T> => {
   p.catch(() => undefined); // awaited by the caller when it needs it; never unhandled meanwhile
   return p;
@@ -130,7 +117,7 @@ class InThread implements Encoding {
   readonly started = 0;
 
   openTask(setup: TaskSetup): TaskEncoding {
-    const encoder = compiledOnThisThread(setup).forTask(setup.ctx);
+    const encoder = encoderFor(setup);
     return {
       encodeRows: (rows) => encoder.encode(rows, setup.keyField),
       submit: (body, gzip) => Promise.resolve(encodeHere(encoder, setup, body, gzip)),
@@ -282,7 +269,7 @@ class WorkerPool implements Encoding {
     let w: PoolWorker | undefined;
     let closed = false;
     let here: PageEncoder | undefined;
-    const local = () => (here ??= compiledOnThisThread(setup).forTask(setup.ctx));
+    const local = () => (here ??= encoderFor(setup));
     return {
       encodeRows: (rows) => local().encode(rows, setup.keyField),
       submit: async (body, gzip) => {

@@ -6,25 +6,14 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { chunkBuffers } from '../format/chunk.ts';
-import { compileResource, type CompiledResource, type PageEncoder } from './page-encoder.ts';
-import { encodeParsed, parsePage, toWire } from './page-work.ts';
+import type { PageEncoder } from './page-encoder.ts';
+import { encodeParsed, encoderFor, parsePage, toWire } from './page-work.ts';
 import type { FromWorker, TaskSetup, ToWorker } from './protocol.ts';
 
 const port = parentPort;
 if (!port) throw new Error('encode/worker.ts runs as a worker thread');
 
-const compiled = new Map<string, CompiledResource>();
 const tasks = new Map<number, { encoder: PageEncoder; setup: TaskSetup }>();
-
-function encoderFor(setup: TaskSetup): PageEncoder {
-  const key = JSON.stringify([setup.spec, setup.format, setup.formatOptions]);
-  let c = compiled.get(key);
-  if (!c) {
-    c = compileResource(setup.spec, setup.format, setup.formatOptions);
-    compiled.set(key, c);
-  }
-  return c.forTask(setup.ctx);
-}
 
 const post = (m: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer);
 
