@@ -67,7 +67,8 @@ export async function updateState(
 /** All state files under the destination, for commands that act on every school (webhooks, listing). */
 export async function listStates(sink: Sink): Promise<{ region: string; schoolId: string }[]> {
   const out: { region: string; schoolId: string }[] = [];
-  for (const p of await sink.list('_state/')) {
+  // the prefix leaves out _state/_directives, _locks and _swept (on S3, a narrower listing)
+  for (const p of await sink.list('_state/region=')) {
     const m = /^_state\/region=([^/]+)\/school_id=(A\d+)\.json$/.exec(p);
     if (m) out.push({ region: m[1]!, schoolId: m[2]! });
   }

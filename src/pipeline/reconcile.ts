@@ -1,6 +1,6 @@
 import { listSchools } from '../discovery/service.ts';
 import { isSafeId } from '../ids.ts';
-import { readDirective, statePath } from '../manifest/state-store.ts';
+import { listStates, readDirective, statePath } from '../manifest/state-store.ts';
 import type { Sink } from '../sink/types.ts';
 import type { ApiClient } from '../source/client.ts';
 import { applyWebhookEvent } from '../webhooks/apply.ts';
@@ -51,12 +51,7 @@ export async function reconcileRevocations(
 
 /** Ids of the schools of this shard with state in this destination. */
 export async function heldSchools(sink: Sink, shard: { index: number; count: number }): Promise<string[]> {
-  const ids: string[] = [];
-  for (const path of await sink.list('_state/region=')) {
-    const id = /^_state\/region=[^/]+\/school_id=([^/]+)\.json$/.exec(path)?.[1];
-    if (id && isSafeId(id) && shardOf(id, shard.count) === shard.index) ids.push(id);
-  }
-  return ids;
+  return (await listStates(sink)).map((s) => s.schoolId).filter((id) => shardOf(id, shard.count) === shard.index);
 }
 
 /** Whether a school held here, and not already stopped by a directive, is missing from /schools. */

@@ -1,4 +1,5 @@
 import pLimit from 'p-limit';
+import { LOCKS_DIR, type LeaseRecord } from '../manifest/lease.ts';
 import { listStates, readState } from '../manifest/state-store.ts';
 import type { Manifest, ManifestTask, SchoolDirective } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
@@ -7,15 +8,6 @@ import type { Sink } from '../sink/types.ts';
  * What a destination holds, read from its own files only (state, directives, manifests, leases):
  * no API request, so it works from anywhere that can read the destination, while a run is going.
  */
-
-/** The lease file a running export holds: `_state/_locks/run.json` or `run-s<I>of<N>.json` per shard. */
-export interface LeaseRecord {
-  run_id: string;
-  host: string;
-  pid: number;
-  started_at: string;
-  heartbeat_at: string;
-}
 
 export interface TaskStatus {
   type: 'task';
@@ -77,7 +69,6 @@ export interface StatusReport {
 }
 
 const MANIFESTS = '_manifests/';
-const LOCKS = '_state/_locks/';
 const DIRECTIVES = '_state/_directives/';
 
 const secondsBetween = (later: Date, iso: string | null | undefined): number | null => {
@@ -140,7 +131,7 @@ export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number }
   const limit = pLimit(16); // S3 GETs are independent: a few in flight, not thousands
 
   const locks: LockStatus[] = [];
-  for (const p of await sink.list(LOCKS)) {
+  for (const p of await sink.list(LOCKS_DIR)) {
     const l = await readJson<LeaseRecord>(sink, p, problems);
     if (l) locks.push({ type: 'lock', file: p, ...l, heartbeat_age_seconds: secondsBetween(now, l.heartbeat_at) });
   }
