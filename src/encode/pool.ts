@@ -260,21 +260,22 @@ class WorkerPool implements Encoding {
   }
 
   /**
-   * A task's first page, when small, is encoded on this thread, and only a later page binds it to a worker:
-   * a run of one-page tasks (a nightly incremental run, mostly) starts no thread at all, which
-   * costs more than such pages do (measured: ~80 ms of a 400 ms run).
+   * A task's first page, when small, is encoded on this thread, and only a later page binds it to
+   * a worker: a run of small one-page tasks (a nightly incremental run, mostly) starts no thread
+   * at all, which costs more than such pages do (measured: ~80 ms of a 400 ms run).
    */
   openTask(setup: TaskSetup): TaskEncoding {
     const task = this.nextTask++;
     let w: PoolWorker | undefined;
     let closed = false;
+    let submitted = 0;
     let here: PageEncoder | undefined;
     const local = () => (here ??= encoderFor(setup));
     return {
       encodeRows: (rows) => local().encode(rows, setup.keyField),
       submit: async (body, gzip) => {
         if (closed) throw new Error('submit after close');
-        if (!w && !here && body.byteLength <= FIRST_PAGE_HERE_BYTES) return encodeHere(local(), setup, body, gzip);
+        if (submitted++ === 0 && body.byteLength <= FIRST_PAGE_HERE_BYTES) return encodeHere(local(), setup, body, gzip);
         w ??= this.bind(task, setup);
         await this.slot();
         if (w.failure) {

@@ -16,7 +16,7 @@ import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
 import { CursorRefused, runWalks, type Walk } from './walks.ts';
-import { boundNewest, naiveUtc, splitByTime, updatedAtMs, WindowDedupe } from './windows.ts';
+import { naiveUtc, planWindows, WindowDedupe } from './windows.ts';
 
 export type { SchoolRef };
 
@@ -268,14 +268,10 @@ async function startRead(
   progress.pages += 1;
   const pagination = first.body?.meta?.pagination;
   if (pagination?.more === false || typeof pagination?.next !== 'string' || pagination.next === '') return first.serverDate;
-  const stamps = records.map((r) => updatedAtMs(r, field)).filter((t): t is number => t !== undefined);
   const until = first.serverDate ?? new Date();
-  const oldest = stamps.length ? Math.min(...stamps) : 0;
-  const known = stamps.length ? Math.max(...stamps) : oldest;
-  const { newest } = await boundNewest({ oldest, known, until: until.getTime(), probes: plan.windows }, (ms) =>
+  const { windows, boundaries } = await planWindows(records, { field, until, k: plan.windows }, (ms) =>
     anyUpdatedAfter(plan, env, req, ms),
   );
-  const { windows, boundaries } = splitByTime(new Date(oldest), new Date(newest), plan.windows);
   const dedupe = new WindowDedupe(boundaries, field, plan.spec.key[0] ?? 'id');
   dedupe.remember(records);
   progress.startedAt ??= until;

@@ -48,6 +48,29 @@ export function splitByTime(oldest: Date, until: Date, k: number): { windows: Ti
   return { windows, boundaries };
 }
 
+/**
+ * The windows of a full read whose first page is `sample`: from its oldest updated_at to the
+ * newest the probes find below the server's clock at the start of the read.
+ */
+export async function planWindows(
+  sample: readonly unknown[],
+  o: { field: string; until: Date; k: number },
+  anyAfter: AnyAfter,
+): Promise<{ windows: TimeWindow[]; boundaries: number[] }> {
+  // a loop, not Math.min(...stamps): a first page of ~125,000 rows or more overflows the spread
+  let oldest = Infinity;
+  let known = -Infinity;
+  for (const r of sample) {
+    const t = updatedAtMs(r, o.field);
+    if (t === undefined) continue;
+    oldest = Math.min(oldest, t);
+    known = Math.max(known, t);
+  }
+  if (oldest === Infinity) oldest = known = 0;
+  const { newest } = await boundNewest({ oldest, known, until: o.until.getTime(), probes: o.k }, anyAfter);
+  return splitByTime(new Date(oldest), new Date(newest), o.k);
+}
+
 /** How boundNewest asks the service whether any row was updated after an instant (epoch ms). */
 export type AnyAfter = (ms: number) => Promise<boolean>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundNewest, splitByTime } from '../../src/pipeline/windows.ts';
+import { boundNewest, planWindows, splitByTime } from '../../src/pipeline/windows.ts';
 
 const DAY = 86_400_000;
 const t0 = Date.parse('2024-01-01T00:00:00Z');
@@ -60,5 +60,22 @@ describe('boundNewest', () => {
     const { newest } = await boundNewest({ oldest: t0, known, until: t0 + 1000 * DAY, probes: 4 }, s.anyAfter);
     expect(newest).toBeGreaterThanOrEqual(known);
     expect(newest - known).toBeLessThanOrEqual(250 * DAY);
+  });
+});
+
+describe('planWindows', () => {
+  it('plans from a first page of 150,000 rows (past the argument limit of a spread)', async () => {
+    const stamp = (ms: number) => ({
+      date: new Date(ms).toISOString().replace('T', ' ').replace('Z', '000'),
+      timezone_type: 3,
+      timezone: 'UTC',
+    });
+    const sample = Array.from({ length: 150_000 }, (_, i) => ({ id: `A${i}`, updated_at: stamp(t0 + i * 1000) }));
+    const newest = t0 + 149_999 * 1000;
+    const s = school([newest]);
+    const { windows, boundaries } = await planWindows(sample, { field: 'updated_at', until: new Date(t0 + 400 * DAY), k: 4 }, s.anyAfter);
+    expect(windows).toHaveLength(4);
+    expect(boundaries[0]).toBeGreaterThan(t0);
+    expect(boundaries.at(-1)).toBeLessThan(newest);
   });
 });
