@@ -17,6 +17,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { PageMeta } from '../decode/index.ts';
+import { ExportError } from '../errors.ts';
 import type { PageEncoder } from './page-encoder.ts';
 import { encodeParsed, encoderFor, fromWire, parsePage, type PageResult } from './page-work.ts';
 import type { FromWorker, TaskSetup, ToWorker } from './protocol.ts';
@@ -206,8 +207,8 @@ class PoolWorker {
       for (const d of this.closing.values()) d.reject(e);
       this.closing.clear();
     };
-    this.worker.on('error', fail);
-    this.worker.on('exit', (code) => fail(new Error(`encoding worker exited (${code})`)));
+    this.worker.on('error', (e) => fail(new ExportError('E_INTERNAL', `encoding worker failed: ${e.message}`)));
+    this.worker.on('exit', (code) => fail(new ExportError('E_INTERNAL', `encoding worker exited (code ${code})`)));
   }
 
   post(m: ToWorker, transfer: ArrayBuffer[] = []): void {
@@ -236,8 +237,10 @@ class WorkerPool implements Encoding {
     };
   }
 
+  private threads = 0;
+
   get started(): number {
-    return this.pool.length;
+    return this.threads;
   }
 
   private async slot(): Promise<void> {
@@ -251,8 +254,13 @@ class WorkerPool implements Encoding {
 
   /** Pins a task to the least busy worker for the rest of its life (its drift and memo live there). */
   private bind(task: number, setup: TaskSetup): PoolWorker {
+    // a worker that failed takes no more tasks (theirs have failed with it): a new one replaces it
+    this.pool = this.pool.filter((x) => !x.failure);
     // a thread starts when a task finds none idle: a run of one school's table starts one
-    if (this.pool.length < this.workers && !this.pool.some((x) => x.tasks === 0)) this.pool.push(new PoolWorker(this.heapMb, this.settled));
+    if (this.pool.length < this.workers && !this.pool.some((x) => x.tasks === 0)) {
+      this.pool.push(new PoolWorker(this.heapMb, this.settled));
+      this.threads++;
+    }
     const w = this.pool.reduce((a, b) => (b.tasks < a.tasks || (b.tasks === a.tasks && b.pages.size < a.pages.size) ? b : a));
     w.tasks++;
     w.post({ t: 'open', task, setup });
@@ -279,8 +287,7 @@ class WorkerPool implements Encoding {
         w ??= this.bind(task, setup);
         await this.slot();
         if (w.failure) {
-          this.inFlight--;
-          this.waiting.shift()?.();
+          this.settled();
           throw w.failure;
         }
         const page = this.nextPage++;

@@ -129,6 +129,25 @@ describe('encoding pool', () => {
     expect(e.started).toBe(1);
   });
 
+  it('replaces a worker that died: its tasks fail with E_INTERNAL, later tasks run on a new thread', async () => {
+    const e = encoding(1);
+    const doomed = e.openTask(setup('ndjson'));
+    await (
+      await doomed.submit(body(pageRecords(0)), true)
+    ).result; // on this thread
+    await (
+      await doomed.submit(body(pageRecords(1)), true)
+    ).result; // binds the worker
+    expect(e.started).toBe(1);
+    const pool = (e as unknown as { pool: { worker: { terminate(): Promise<number> } }[] }).pool;
+    await pool[0]!.worker.terminate();
+    await expect(doomed.submit(body(pageRecords(2)), true)).rejects.toMatchObject({ code: 'E_INTERNAL' });
+    await doomed.close().catch(() => undefined);
+    const [later] = await run(e, 'ndjson', 1, 3);
+    expect(later).toEqual((await run(encoding(0), 'ndjson', 1, 3))[0]);
+    expect(e.started).toBe(2);
+  });
+
   it("sends a large first page to a worker: parsed here, it would grow this thread's heap", async () => {
     const e = encoding(1);
     const task = e.openTask(setup('ndjson'));
