@@ -5,47 +5,80 @@ import type { Sink } from '../sink/types.ts';
 const MANIFEST_DIR = '_manifests/';
 /** Killed runs already swept (outside _manifests/, which loaders read whole). */
 const SWEPT_DIR = '_state/_swept/';
+/** One marker per run in progress: a run killed before its first manifest part is known by it. */
+const RUNS_DIR = '_state/_runs/';
 const DAY_MS = 24 * 3600_000;
+
+/** Written once the run holds its lease: from here on a kill can leave files behind. */
+export async function markRunStarted(sink: Sink, runId: string): Promise<void> {
+  await sink.writeAtomic(`${RUNS_DIR}${runId}.json`, JSON.stringify({ run_id: runId }) + '\n');
+}
+
+/** Removed when the run ends in any way but a kill (a run that ends cleans up after itself). */
+export async function markRunEnded(sink: Sink, runId: string): Promise<void> {
+  await sink.remove([`${RUNS_DIR}${runId}.json`]);
+}
 
 /**
  * What runs that died left behind, removed by the next run once it holds its lease: temporary
  * files and unfinished S3 uploads of runs no longer holding a lease, and the data files a killed
  * run renamed into place but never listed in a manifest part (killed between the rename and the
- * part): personal data no manifest names would otherwise stay for good. Runs still holding a
- * lease (other shards) are left alone.
+ * part, the first part included): personal data no manifest names would otherwise stay for good.
+ * Runs still holding a lease (other shards) are left alone, and so is a run whose parts cannot
+ * all be read (nothing is removed on a guess; the next run tries again).
  */
 export async function sweepLeftovers(sink: Sink, now = new Date()): Promise<void> {
   const live = new Set((await readLeases(sink)).filter((l) => !isStale(l, now)).map((l) => l.run_id));
   await sink.sweepTemp('', (t) => (t.owner ? live.has(t.owner) : (t.startedAt?.getTime() ?? 0) > now.getTime() - DAY_MS));
-  for (const [runId, parts] of await killedRuns(sink, live)) await sweepUnlisted(sink, runId, parts);
+  const killed = await killedRuns(sink, live);
+  if (killed.size === 0) return;
+  const all = await sink.list('');
+  for (const [runId, parts] of killed) await sweepUnlisted(sink, all, runId, parts);
 }
 
-/** Runs with manifest parts but no whole-run manifest and no live lease, not swept yet. */
+/** Runs with manifest parts or a run marker, but no whole-run manifest and no live lease, not swept yet. */
 async function killedRuns(sink: Sink, live: ReadonlySet<string>): Promise<Map<string, string[]>> {
   const finals = new Set<string>();
-  const parts = new Map<string, string[]>();
-  const swept = new Set<string>();
+  const runs = new Map<string, string[]>();
   for (const p of await sink.list(MANIFEST_DIR)) {
     const rel = p.slice(MANIFEST_DIR.length);
     const whole = /^([^/]+)\.json$/.exec(rel);
     const part = /^([^/]+)\/part-\d+\.json$/.exec(rel);
     if (whole) finals.add(whole[1]!);
-    else if (part) parts.set(part[1]!, [...(parts.get(part[1]!) ?? []), p]);
+    else if (part) runs.set(part[1]!, [...(runs.get(part[1]!) ?? []), p]);
   }
-  for (const p of await sink.list(SWEPT_DIR)) swept.add(p.slice(SWEPT_DIR.length, -'.json'.length));
-  for (const runId of [...parts.keys()]) if (finals.has(runId) || live.has(runId) || swept.has(runId)) parts.delete(runId);
-  return parts;
+  const ended: string[] = [];
+  for (const p of await sink.list(RUNS_DIR)) {
+    const runId = p.slice(RUNS_DIR.length, -'.json'.length);
+    if (finals.has(runId))
+      ended.push(p); // its manifest was written: only the marker was left
+    else if (!runs.has(runId)) runs.set(runId, []);
+  }
+  if (ended.length) await sink.remove(ended);
+  const swept = new Set((await sink.list(SWEPT_DIR)).map((p) => p.slice(SWEPT_DIR.length, -'.json'.length)));
+  for (const runId of [...runs.keys()]) if (finals.has(runId) || live.has(runId) || swept.has(runId)) runs.delete(runId);
+  return runs;
 }
 
-async function sweepUnlisted(sink: Sink, runId: string, partPaths: string[]): Promise<void> {
+async function sweepUnlisted(sink: Sink, all: string[], runId: string, partPaths: string[]): Promise<void> {
   const listed = new Set<string>();
   for (const p of partPaths) {
-    const buf = await sink.read(p);
-    const part = buf ? (JSON.parse(buf.toString('utf8')) as Manifest) : undefined;
-    for (const t of part?.tasks ?? []) for (const f of t.files) listed.add(f.path);
+    const part = await readPart(sink, p);
+    if (!part) return; // unreadable or gone meanwhile: never delete what it may list
+    for (const t of part.tasks) for (const f of t.files) listed.add(f.path);
   }
   const named = new RegExp(`/${runId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+\\.[a-z.]+$`);
-  const orphans = (await sink.list('')).filter((p) => !p.startsWith('_') && named.test(p) && !listed.has(p));
+  const orphans = all.filter((p) => !p.startsWith('_') && named.test(p) && !listed.has(p));
   if (orphans.length) await sink.remove(orphans);
   await sink.writeAtomic(`${SWEPT_DIR}${runId}.json`, JSON.stringify({ run_id: runId, removed: orphans.length }) + '\n');
+  await markRunEnded(sink, runId);
+}
+
+async function readPart(sink: Sink, path: string): Promise<Manifest | undefined> {
+  const buf = await sink.read(path);
+  try {
+    return buf ? (JSON.parse(buf.toString('utf8')) as Manifest) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -12,7 +12,7 @@ import { ApiClient } from '../source/client.ts';
 import type { Clock } from '../source/retry.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
-import { sweepLeftovers } from './leftovers.ts';
+import { markRunEnded, markRunStarted, sweepLeftovers } from './leftovers.ts';
 import { heldSchools, holdsUnapproved, reconcileRevocations } from './reconcile.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
@@ -87,6 +87,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
       ...(deps.signal ? { signal: deps.signal } : {}),
       onWait: (holder) => reporter.emit({ event: 'lease_wait', holder }),
     });
+    await markRunStarted(sink, runId);
     await sweepLeftovers(sink);
     client = new ApiClient({
       apiUrl: cfg.source.apiUrl,
@@ -107,6 +108,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
     reporter.close();
     await encoding.close();
     await client?.close();
+    if (lease && sink) await markRunEnded(sink, runId).catch(() => undefined);
     await lease?.release().catch(() => undefined);
     await sink?.close();
   }

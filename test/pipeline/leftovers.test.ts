@@ -1,0 +1,72 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSink } from '../../src/sink/index.ts';
+import { markRunEnded, markRunStarted, sweepLeftovers } from '../../src/pipeline/leftovers.ts';
+import { tempDir } from '../integration/helpers.ts';
+
+/**
+ * What killed runs left behind, swept by the next run: files renamed into place that no manifest
+ * part lists, whether the run got as far as a part or not, and nothing of a run whose parts
+ * cannot be read or that still holds a lease.
+ */
+const dirs: { cleanup: () => void }[] = [];
+afterEach(() => dirs.splice(0).forEach((d) => d.cleanup()));
+
+function destination() {
+  const t = tempDir('leftovers-');
+  dirs.push(t);
+  const put = (rel: string, text = 'x\n') => {
+    mkdirSync(dirname(join(t.dir, rel)), { recursive: true });
+    writeFileSync(join(t.dir, rel), text);
+  };
+  const has = (rel: string) => existsSync(join(t.dir, rel));
+  return { dir: t.dir, put, has };
+}
+
+const file = (run: string, seq = 1) => `achievements/region=uk/school_id=A1001/${run}-${String(seq).padStart(4, '0')}.ndjson`;
+const part = (run: string, paths: string[]) =>
+  JSON.stringify({ run_id: run, tasks: [{ school_id: 'A1001', resource: 'achievements', files: paths.map((path) => ({ path })) }] });
+
+describe('sweepLeftovers', () => {
+  it('removes what a killed run renamed into place but never listed, keeps what its parts list', async () => {
+    const d = destination();
+    const run = '20261124T010000.000Z-aaaa';
+    d.put(`_manifests/${run}/part-00001.json`, part(run, [file(run, 1)]));
+    d.put(file(run, 1));
+    d.put(file(run, 2)); // renamed, then killed before its part
+    await sweepLeftovers(await openSink(d.dir));
+    expect([d.has(file(run, 1)), d.has(file(run, 2)), d.has(`_state/_swept/${run}.json`)]).toEqual([true, false, true]);
+  });
+
+  it('removes the files of a run killed before its first part, known by its run marker', async () => {
+    const d = destination();
+    const run = '20261124T020000.000Z-bbbb';
+    const sink = await openSink(d.dir);
+    await markRunStarted(sink, run);
+    d.put(file(run, 1));
+    await sweepLeftovers(sink);
+    expect([d.has(file(run, 1)), d.has(`_state/_runs/${run}.json`), d.has(`_state/_swept/${run}.json`)]).toEqual([false, false, true]);
+  });
+
+  it('removes nothing of a run whose part cannot be read, and tries again next time', async () => {
+    const d = destination();
+    const run = '20261124T030000.000Z-cccc';
+    d.put(`_manifests/${run}/part-00001.json`, '{"run_id": "cut sh');
+    d.put(file(run, 1));
+    await sweepLeftovers(await openSink(d.dir));
+    expect([d.has(file(run, 1)), d.has(`_state/_swept/${run}.json`)]).toEqual([true, false]);
+  });
+
+  it('leaves a finished run alone and drops a marker its end did not remove', async () => {
+    const d = destination();
+    const run = '20261124T040000.000Z-dddd';
+    const sink = await openSink(d.dir);
+    await markRunStarted(sink, run);
+    d.put(`_manifests/${run}.json`, part(run, []));
+    d.put(file(run, 1));
+    await sweepLeftovers(sink);
+    expect([d.has(file(run, 1)), d.has(`_state/_runs/${run}.json`), d.has(`_state/_swept/${run}.json`)]).toEqual([true, false, false]);
+    await markRunEnded(sink, run); // already gone: no error
+  });
+});
