@@ -128,6 +128,13 @@ export class TaskOutput {
     await Promise.allSettled([...this.files.values()].map((f) => f.abort()));
   }
 
+  /** Forgets everything since the last commit, keys included: the read starts over as a new snapshot. */
+  async restart(): Promise<void> {
+    await this.abort();
+    this.pendingDeletions = [];
+    this.keys?.clear();
+  }
+
   /** Undeclared fields seen so far, per table. */
   drift(): Record<string, string[]> {
     const out: Record<string, string[]> = {};

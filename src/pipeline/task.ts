@@ -228,8 +228,19 @@ async function readPages(
   } catch (e) {
     if (!(e instanceof CursorRefused)) throw e;
     // The saved cursor expired or was invalidated: read again from page 1, as a new snapshot.
+    // Rows other windows wrote meanwhile are not committed: the new read writes them again.
     env.onEvent?.({ event: 'resume_refused', reason: e.message });
-    Object.assign(progress, { snapshot: env.runId, seq: 0, pages: 0, rows: 0, startedAt: undefined, idsFiles: [], resumed: false });
+    await out.restart();
+    Object.assign(progress, {
+      snapshot: env.runId,
+      seq: 0,
+      pages: 0,
+      rows: 0,
+      bytes: 0,
+      startedAt: undefined,
+      idsFiles: [],
+      resumed: false,
+    });
     return startRead(plan, env, out, progress, req);
   }
 }

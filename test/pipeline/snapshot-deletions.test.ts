@@ -66,6 +66,19 @@ describe('snapshot-detected deletions', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('a read that starts over (a refused cursor) forgets the rows and keys written since the last commit', async () => {
+    await output.writeRecords([record('A1'), record('A2')]);
+    await output.commit();
+    await output.writeRecords([record('A3')]); // written by another window before the refusal
+    await output.restart();
+    output.keys!.add('A1'); // what the new read finds again (the committed piece was the old snapshot's)
+    await output.writeRecords([record('A3')]);
+    const piece = await output.commit();
+    expect(piece.rows).toEqual({ assessment_aspects: 1 });
+    expect(readFileSync(join(dir, piece.files[0]!.path), 'utf8').trim().split('\n')).toHaveLength(1);
+    expect([...output.keys!].sort()).toEqual(['A1', 'A3']);
+  });
+
   it('writeKeyChunk keeps the ids of a piece under the name of its snapshot and the piece number', async () => {
     const path = await writeKeyChunk(sink, plan(), EARLIER, 3, new Set(['X1', 'X2']));
     expect(path).toBe(`${IDS_DIR}/assessment_aspects-${EARLIER}-part0003.json.gz`);
