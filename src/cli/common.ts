@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { Argv, Options } from 'yargs';
 import { envName } from '../config/env.ts';
+import { ConfigError } from '../errors.ts';
 import type { PipelineKey } from '../config/schema.ts';
 
 /**
@@ -25,6 +26,25 @@ export function settingHelp(key: PipelineKey, what: string, def?: string | numbe
  */
 export function integerOption(describe: string): Options {
   return { requiresArg: true, describe: `${describe} [integer]` };
+}
+
+/**
+ * An integerOption's value checked where the command does not go through the pipeline schema:
+ * one line naming the flag and the value as typed ("--port abc: expected an integer from 0 to
+ * 65535"), never a NaN that would silently disable a limit.
+ */
+export function integerFlag(flag: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const n = typeof value === 'number' ? value : /^\s*-?\d+\s*$/.test(String(value)) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new ConfigError(`--${flag} ${String(value)}: expected an integer ${range}`, 'E_USAGE');
+  }
+  return n;
+}
+
+/** integerFlag for a flag that may be left out. */
+export function optionalIntegerFlag(flag: string, value: unknown, min: number, max?: number): number | undefined {
+  return value === undefined ? undefined : integerFlag(flag, value, min, max);
 }
 
 /** Options every command that talks to the API shares. */

@@ -1,4 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
+import { integerOption, optionalIntegerFlag } from './common.ts';
 
 interface SandboxArgs {
   port?: number;
@@ -16,10 +17,10 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
   describe: 'serve the built-in imitation of the service (prints URLs, tokens and a curl to try)',
   builder: (y: Argv) =>
     y
-      .option('port', { type: 'number', describe: 'port of the default region (others follow); default: any free port' })
-      .option('seed', { type: 'number', describe: 'data seed (default 1)' })
-      .option('schools', { type: 'number', describe: 'approved schools with data (default 6)' })
-      .option('achievements', { type: 'number', describe: 'achievements per school (default 120)' })
+      .option('port', integerOption('port of the default region (others follow); default: any free port'))
+      .option('seed', integerOption('data seed (default 1)'))
+      .option('schools', integerOption('approved schools with data (default 6)'))
+      .option('achievements', integerOption('achievements per school (default 120)'))
       .option('item-envelope', {
         choices: ['bare', 'data'] as const,
         describe: 'item URLs answer the object itself (bare, the spec) or { data: object } (what the official PHP client reads)',
@@ -32,20 +33,20 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
         type: 'string',
         describe: 'POST webhooks (schoolApproved, accessRevoked, ...) here when the control API changes a school (e.g. to webhooks serve)',
       })
-      .option('cursor-max-age-ms', {
-        type: 'number',
-        describe: 'cursors older than this answer 400 cursor_expired (default: never)',
-      }) as Argv<SandboxArgs>,
+      .option(
+        'cursor-max-age-ms',
+        integerOption('cursors older than this answer 400 cursor_expired (default: never)'),
+      ) as Argv<SandboxArgs>,
   handler: async (a) => {
     const { runSandboxCommand } = await import('../sandbox/cli.ts');
     await runSandboxCommand({
-      port: a.port,
-      seed: a.seed,
-      schools: a.schools,
-      achievements: a.achievements,
+      port: optionalIntegerFlag('port', a.port, 0, 65535),
+      seed: optionalIntegerFlag('seed', a.seed, 0),
+      schools: optionalIntegerFlag('schools', a.schools, 0),
+      achievements: optionalIntegerFlag('achievements', a.achievements, 0),
       itemEnvelope: a['item-envelope'],
       regionMode: a['region-mode'],
-      cursorMaxAgeMs: a['cursor-max-age-ms'],
+      cursorMaxAgeMs: optionalIntegerFlag('cursor-max-age-ms', a['cursor-max-age-ms'], 1),
       webhookUrl: a['webhook-url'],
     });
   },

@@ -4,7 +4,7 @@ import { FILTERS, LIST_NAMES, type ListFilters, type SchoolListName } from '../d
 import { renderDetails, schoolSummary, tableHeader, tableRow } from '../discovery/render.ts';
 import { listSchools, showSchool } from '../discovery/service.ts';
 import { clientFromArgs, regionalDomains } from './client.ts';
-import { wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
+import { integerFlag, integerOption, wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
 
 /** `school-export schools list|show`: argument parsing and output only; the logic is in src/discovery/. */
 export interface CliIo {
@@ -25,7 +25,7 @@ export async function schoolsList(a: ListArgs, io: CliIo = stdio(), client = cli
   const json = wantsJson(a.json, io.out as NodeJS.WriteStream);
   let n = 0;
   try {
-    for await (const school of listSchools(client, a.state, filters, a['per-page'])) {
+    for await (const school of listSchools(client, a.state, filters, integerFlag('per-page', a['per-page'], 1))) {
       if (!json && n === 0) await write(io.out, tableHeader() + '\n');
       await write(io.out, json ? JSON.stringify(school) + '\n' : tableRow(schoolSummary(school)) + '\n');
       n++;
@@ -68,7 +68,7 @@ const listCommand: CommandModule<object, ListArgs> = {
     let b = withApiOptions(y)
       .option('state', { choices: LIST_NAMES, default: 'approved' as SchoolListName, describe: 'which list' })
       .option('json', { type: 'boolean', describe: 'NDJSON (one school object per line); the default when stdout is not a terminal' })
-      .option('per-page', { type: 'number', default: 100, describe: 'rows per request' });
+      .option('per-page', { ...integerOption('rows per request'), default: 100 });
     for (const f of FILTERS) {
       b = b.option(kebab(f), { type: 'string', describe: `filter: ${f} (only lists that support it)` });
     }

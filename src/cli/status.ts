@@ -1,6 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ConfigError } from '../errors.ts';
-import { integerOption, settingHelp, wantsJson, write } from './common.ts';
+import { integerFlag, integerOption, settingHelp, wantsJson, write } from './common.ts';
 import type { CliIo } from './schools.ts';
 
 /** `school-export status`: what a destination holds; reads only the destination, never the API. */
@@ -22,8 +22,7 @@ export async function statusCommandRun(a: StatusArgs, io: CliIo = { out: process
     import('../status/render.ts'),
   ]);
   const cfg = resolveRunConfig(a.pipeline, { dest: a.dest, s3_endpoint: a['s3-endpoint'], s3_region: a['s3-region'] });
-  const runs = a.runs ?? 10;
-  if (!Number.isInteger(runs) || runs < 0) throw new ConfigError(`--runs ${String(a.runs)}: expected an integer of at least 0`, 'E_USAGE');
+  const runs = integerFlag('runs', a.runs ?? 10, 0);
   const sink = await openSink(cfg.dest, {
     s3: { endpoint: cfg.s3.endpoint, region: cfg.s3.region, checksumWhenRequired: cfg.s3.checksumWhenRequired },
   });

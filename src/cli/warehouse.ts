@@ -5,6 +5,7 @@ import { selectResources, tableSchemas, type ResourceSpec } from '../resources/i
 import type { TableSchema } from '../table.ts';
 import { compactManifests, warehouseDbt, warehouseLoad, warehouseSql } from '../warehouse/commands.ts';
 import { DIALECT_NAMES, type DialectName } from '../warehouse/dialects.ts';
+import { integerFlag, integerOption } from './common.ts';
 
 interface WarehouseArgs {
   dest: string;
@@ -137,10 +138,7 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
             .option('dialect', { choices: DIALECT_NAMES, demandOption: true })
             .option('dataset', { type: 'string', describe: 'BigQuery dataset / Snowflake schema the tables are in (DuckDB: main)' })
             .option('source-name', { type: 'string', describe: "the source's name in {{ source() }} (default school_export)" })
-            .option('freshness-hours', {
-              type: 'number',
-              describe: 'warn when the newest _extracted_at is older (default 26); error at twice',
-            })
+            .option('freshness-hours', integerOption('warn when the newest _extracted_at is older (default 26); error at twice'))
             .option('pipeline', { type: 'string', describe: 'pipeline file whose custom_resources add tables' }),
         handler: (a) => {
           const args = a as unknown as WarehouseArgs;
@@ -150,7 +148,9 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
               dialect: args.dialect!,
               ...(args.dataset ? { dataset: args.dataset } : {}),
               ...(args['source-name'] ? { sourceName: args['source-name'] } : {}),
-              ...(args['freshness-hours'] !== undefined ? { freshnessHours: args['freshness-hours'] } : {}),
+              ...(args['freshness-hours'] !== undefined
+                ? { freshnessHours: integerFlag('freshness-hours', args['freshness-hours'], 1) }
+                : {}),
               ...(resources ? { resources } : {}),
             }),
           );

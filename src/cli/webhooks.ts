@@ -5,6 +5,7 @@ import { envSetting } from '../config/env.ts';
 import type { LogLevel } from '../config/schema.ts';
 import { openSink } from '../sink/index.ts';
 import { startWebhookReceiver } from '../webhooks/server.ts';
+import { integerFlag, integerOption } from './common.ts';
 import { createLogger, LOG_LEVELS, type LogEvent } from './log.ts';
 
 /** `school-export webhooks serve`: options, the secret file, log output and signals; the receiver is src/webhooks/. */
@@ -48,7 +49,7 @@ const serveCommand: CommandModule<object, ServeArgs> = {
         demandOption: true,
         describe: 'file holding the secret path segment (16+ URL-safe characters)',
       })
-      .option('port', { type: 'number', default: 8787 })
+      .option('port', { ...integerOption('port to listen on'), default: 8787 })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address (a TLS reverse proxy in front)' })
       .option('run', { type: 'string', describe: 'PIPELINE file: on schoolApproved run it at once for that school' })
       .option('purge-on-revoke', {
@@ -61,7 +62,7 @@ const serveCommand: CommandModule<object, ServeArgs> = {
         describe: 'S3-compatible endpoint for an s3:// destination [env SCHOOL_EXPORT_S3_ENDPOINT]',
       })
       .option('s3-region', { type: 'string', describe: 'S3 region [env SCHOOL_EXPORT_S3_REGION, AWS_REGION]' })
-      .option('max-body-bytes', { type: 'number', default: 64 * 1024 })
+      .option('max-body-bytes', { ...integerOption('largest webhook body accepted; larger ones are answered 413'), default: 64 * 1024 })
       .option('log-level', {
         choices: LOG_LEVELS,
         describe: 'least severe log line written (default info) [env SCHOOL_EXPORT_LOG_LEVEL]',
@@ -72,6 +73,8 @@ const serveCommand: CommandModule<object, ServeArgs> = {
       }) as unknown as Argv<ServeArgs>,
   handler: async (args) => {
     const a = fromEnv(args, process.env);
+    const port = integerFlag('port', a.port, 0, 65535);
+    const maxBodyBytes = integerFlag('max-body-bytes', a['max-body-bytes'], 1);
     if (!a.dest)
       throw new ConfigError(
         'webhooks serve: pass --dest DIR|s3://bucket/prefix (or set SCHOOL_EXPORT_DEST): the destination the runs use',
@@ -90,11 +93,11 @@ const serveCommand: CommandModule<object, ServeArgs> = {
       sink,
       secret,
       host: a.host,
-      port: a.port,
+      port,
       tokenDir: a['token-dir'],
       purgeOnRevoke: a['purge-on-revoke'],
       runPipeline: a.run,
-      maxBodyBytes: a['max-body-bytes'],
+      maxBodyBytes,
       log: (e) => log(e as LogEvent),
     });
     // the URL carries the secret: print where it listens, never the secret itself

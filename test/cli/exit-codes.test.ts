@@ -61,6 +61,16 @@ describe('exit status', () => {
       expect(token.stderr).toMatch(/SCHOOL_API_TOKEN holds a line break/);
       expect(sb.control.requests()).toEqual([]);
     });
+
+    it('number flags of the other commands: the value as typed, exit 2, never a NaN that disables a limit', async () => {
+      const secret = join(process.cwd(), 'never-read-secret');
+      const body = await cli(['webhooks', 'serve', '--dest', 'exports', '--secret-file', secret, '--max-body-bytes', 'abc'], {});
+      expect([body.code, body.stderr.trim()]).toEqual([2, 'school-export: --max-body-bytes abc: expected an integer of at least 1']);
+      const port = await cli(['sandbox', '--port', '70000'], {});
+      expect([port.code, port.stderr.trim()]).toEqual([2, 'school-export: --port 70000: expected an integer from 0 to 65535']);
+      const hours = await cli(['warehouse', 'dbt', '--dialect', 'duckdb', '--freshness-hours', '2x'], {});
+      expect([hours.code, hours.stderr.trim()]).toEqual([2, 'school-export: --freshness-hours 2x: expected an integer of at least 1']);
+    });
   });
 });
 
