@@ -1,5 +1,4 @@
 import type { Argv, CommandModule } from 'yargs';
-import { ConfigError } from '../errors.ts';
 import { integerFlag, integerOption, settingHelp, wantsJson, write } from './common.ts';
 import type { CliIo } from './schools.ts';
 
