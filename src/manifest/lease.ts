@@ -164,12 +164,12 @@ export async function readLease(sink: Sink, path: string): Promise<LeaseRecord |
 }
 
 /** Every lease at the destination (all shards), for `status` and for sweeping dead runs' leftovers. */
-export async function readLeases(sink: Sink): Promise<LeaseRecord[]> {
-  const out: LeaseRecord[] = [];
+export async function readLeases(sink: Sink): Promise<(LeaseRecord & { file: string })[]> {
+  const out: (LeaseRecord & { file: string })[] = [];
   for (const p of await sink.list(LOCKS_DIR)) {
     if (!LEASE_FILE.test(p)) continue; // takeover markers are not leases
     const l = await readLease(sink, p);
-    if (l) out.push(l);
+    if (l) out.push({ ...l, file: p });
   }
   return out;
 }

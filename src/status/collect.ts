@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import { LOCKS_DIR, type LeaseRecord } from '../manifest/lease.ts';
+import { isStale, readLeases } from '../manifest/lease.ts';
 import { listStates, readState } from '../manifest/state-store.ts';
 import type { Manifest, ManifestTask, SchoolDirective } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
@@ -56,6 +56,8 @@ export interface LockStatus {
   started_at: string;
   heartbeat_at: string;
   heartbeat_age_seconds: number | null;
+  /** the heartbeat is too old, or the process is gone from this host: no run holds it any more */
+  stale: boolean;
 }
 
 export interface StatusReport {
@@ -130,12 +132,15 @@ export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number }
   const problems: string[] = [];
   const limit = pLimit(16); // S3 GETs are independent: a few in flight, not thousands
 
-  const locks: LockStatus[] = [];
-  for (const p of await sink.list(LOCKS_DIR)) {
-    const l = await readJson<LeaseRecord>(sink, p, problems);
-    if (l) locks.push({ type: 'lock', file: p, ...l, heartbeat_age_seconds: secondsBetween(now, l.heartbeat_at) });
-  }
-  const lockedRuns = new Set(locks.map((l) => l.run_id));
+  // leases only (takeover markers are not), each said live or stale: a run killed with its lease
+  // held is not in progress, and the next run takes the lease over
+  const locks: LockStatus[] = (await readLeases(sink)).map((l) => ({
+    type: 'lock',
+    ...l,
+    heartbeat_age_seconds: secondsBetween(now, l.heartbeat_at),
+    stale: isStale(l, now),
+  }));
+  const lockedRuns = new Set(locks.filter((l) => !l.stale).map((l) => l.run_id));
 
   // the latest N runs: their manifests (or, for a run without one, its parts)
   const recent = (await runIds(sink)).slice(0, o.runs ?? 10);

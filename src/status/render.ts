@@ -36,10 +36,13 @@ const short = (iso: string | null) => (iso ? safe(iso.replace(/\.\d+Z$/, 'Z')) :
 export function renderStatus(r: StatusReport): string {
   const out: string[] = [`destination ${safe(r.dest)}`];
   if (r.locks.length) {
-    out.push('', 'RUN IN PROGRESS (lease held)');
+    out.push(
+      '',
+      r.locks.some((l) => !l.stale) ? 'RUN IN PROGRESS (lease held)' : 'LEASE LEFT BY A RUN THAT DIED (the next run takes it over)',
+    );
     out.push(
       table(
-        ['lease', 'run', 'host', 'pid', 'started', 'heartbeat age'],
+        ['lease', 'run', 'host', 'pid', 'started', 'heartbeat age', 'state'],
         r.locks.map((l) => [
           safe(l.file),
           safe(l.run_id),
@@ -47,6 +50,7 @@ export function renderStatus(r: StatusReport): string {
           String(l.pid),
           short(l.started_at),
           humanDuration(l.heartbeat_age_seconds),
+          l.stale ? 'stale' : 'live',
         ]),
       ),
     );

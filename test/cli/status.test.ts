@@ -194,3 +194,26 @@ describe('school-export status', () => {
     });
   });
 });
+
+describe('status: leases', () => {
+  it('shows a lease whose run died as stale, not as a run in progress, and never a takeover marker as a lease', async () => {
+    const { collectStatus } = await import('../../src/status/collect.ts');
+    const { renderStatus } = await import('../../src/status/render.ts');
+    const tmp = tempDir('status-leases-');
+    try {
+      const sink = new LocalSink(tmp.dir);
+      const lease = (run: string, beat: string) =>
+        JSON.stringify({ run_id: run, host: 'node-7', pid: 4242, started_at: beat, heartbeat_at: beat });
+      await sink.writeAtomic('_state/_locks/run-s1of2.json', lease('20290101T000000.000Z-dead', '2029-01-01T00:00:00.000Z'));
+      await sink.writeAtomic('_state/_locks/run-s1of2.json.takeover-20290101T000000.000Z-dead', JSON.stringify({ run_id: 'x', at: 'y' }));
+      const report = await collectStatus(sink, { now: NOW });
+      expect(report.locks.map((l) => [l.file, l.stale])).toEqual([['_state/_locks/run-s1of2.json', true]]);
+      const text = renderStatus(report);
+      expect(text).toContain('LEASE LEFT BY A RUN THAT DIED');
+      expect(text).not.toContain('RUN IN PROGRESS');
+      expect(text).not.toContain('undefined');
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
