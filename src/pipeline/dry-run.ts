@@ -8,6 +8,7 @@ import { tableSchemas } from '../resources/index.ts';
 import { openSink, parseDest } from '../sink/index.ts';
 import type { Sink } from '../sink/types.ts';
 import { ApiClient } from '../source/client.ts';
+import { readsInWindows } from './windows.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun } from './run-plan.ts';
 
@@ -71,7 +72,8 @@ export async function planExport(cfg: RunConfig, deps: { token: string; now?: ()
         reason: t.reason,
         ...(t.updatedAfter ? { updated_after: t.updatedAfter } : {}),
         ...(t.resume ? { resume_from_page: t.resume.pages + 1 } : {}),
-        ...(t.windows > 1 && t.mode === 'full' && t.spec.paginated ? { windows: t.windows } : {}),
+        // a resumed read carries on with the walks it saved
+        ...(readsInWindows(t) && !t.resume ? { windows: t.windows } : {}),
         writes: [
           ...(tables.get(t.spec.name) ?? []).map(
             (table) => `${table}/region=${t.school.region}/school_id=${t.school.id}/${runId}-NNNN.${ext}`,

@@ -16,7 +16,7 @@ import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
 import { CursorRefused, runWalks, type Walk } from './walks.ts';
-import { naiveUtc, planWindows, WindowDedupe } from './windows.ts';
+import { naiveUtc, planWindows, readsInWindows, WindowDedupe } from './windows.ts';
 
 export type { SchoolRef };
 
@@ -265,8 +265,8 @@ async function startRead(
   progress: ReadProgress,
   req: ListRequest,
 ): Promise<Date | undefined> {
+  if (!readsInWindows(plan)) return walkAll(plan, env, out, progress, req, [{}]);
   const field = plan.spec.updatedAtField;
-  if (plan.windows <= 1 || plan.mode !== 'full' || !field) return walkAll(plan, env, out, progress, req, [{}]);
   // The first page, as one request (no page fetched ahead): its rows are written and sample the school.
   const first = await env.client.getJson<{ data?: unknown; meta?: { pagination?: { next?: unknown; more?: unknown } } }>(req.path, {
     domain: plan.school.domain,

@@ -48,6 +48,15 @@ export function splitByTime(oldest: Date, until: Date, k: number): { windows: Ti
   return { windows, boundaries };
 }
 
+/** Whether a fresh read of this task is split into windows: a full read of a list the service filters by updated_at. */
+export function readsInWindows(t: {
+  windows: number;
+  mode: string;
+  spec: { paginated: boolean; updatedAtField?: string | undefined };
+}): t is typeof t & { spec: { updatedAtField: string } } {
+  return t.windows > 1 && t.mode === 'full' && t.spec.paginated && t.spec.updatedAtField !== undefined;
+}
+
 /**
  * The windows of a full read whose first page is `sample`: from its oldest updated_at to the
  * newest the probes find below the server's clock at the start of the read.

@@ -31,7 +31,9 @@ export function schoolList(name: string, path: string, fields: FieldSpec[], more
     incremental: true,
     fields,
     key: ['id'],
-    updatedAtField: 'updated_at',
+    // the field updated_after/updated_before filter on: none where the endpoint takes no filter
+    // (windows and catch-up walks would each read the whole list again)
+    updatedAtField: more.incremental === false ? undefined : 'updated_at',
     ...more,
   };
 }

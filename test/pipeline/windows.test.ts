@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { boundNewest, planWindows, splitByTime } from '../../src/pipeline/windows.ts';
+import { boundNewest, planWindows, readsInWindows, splitByTime } from '../../src/pipeline/windows.ts';
+import { resourceByName } from '../../src/resources/index.ts';
 
 const DAY = 86_400_000;
 const t0 = Date.parse('2024-01-01T00:00:00Z');
@@ -77,5 +78,17 @@ describe('planWindows', () => {
     expect(windows).toHaveLength(4);
     expect(boundaries[0]).toBeGreaterThan(t0);
     expect(boundaries.at(-1)).toBeLessThan(newest);
+  });
+});
+
+describe('readsInWindows', () => {
+  it('splits full reads of lists the service filters by updated_at, never an endpoint without the filter', () => {
+    const task = (name: string, mode = 'full') => ({ windows: 4, mode, spec: resourceByName(name)! });
+    expect(readsInWindows(task('achievements'))).toBe(true);
+    expect(readsInWindows(task('achievements', 'incremental'))).toBe(false);
+    expect(readsInWindows({ ...task('achievements'), windows: 1 })).toBe(false);
+    // no updated_after on this endpoint: each window would read the whole list again
+    expect(readsInWindows(task('achievement_attributes'))).toBe(false);
+    expect(readsInWindows(task('deletions'))).toBe(false);
   });
 });
