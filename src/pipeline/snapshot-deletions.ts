@@ -17,9 +17,10 @@ function idsDir(plan: TaskPlan): string {
   return `_state/ids/region=${plan.school.region}/school_id=${plan.school.id}`;
 }
 
-async function readIds(sink: Sink, path: string): Promise<string[]> {
+/** The ids a list holds, or undefined when it is missing. */
+async function readIds(sink: Sink, path: string): Promise<string[] | undefined> {
   const buf = await sink.read(path);
-  if (!buf) return [];
+  if (!buf) return undefined;
   try {
     return JSON.parse(gunzipSync(buf).toString('utf8')) as string[];
   } catch (e) {
@@ -55,15 +56,16 @@ export async function finishSnapshot(o: {
   for (const chunk of o.chunks) {
     // A lost piece of this snapshot's ids would report its rows as deleted: detect nothing this
     // time and keep the previous baseline, so the next complete snapshot compares against it.
-    if (!(await o.sink.read(chunk)))
+    const ids = await readIds(o.sink, chunk);
+    if (!ids)
       return {
         idsFile: undefined,
         warning: `snapshot id list ${chunk} is missing: deletions in ${o.plan.spec.name} were not detected this time`,
       };
-    for (const id of await readIds(o.sink, chunk)) seen.add(id);
+    for (const id of ids) seen.add(id);
   }
   if (o.plan.knownIdsFile) {
-    const gone = (await readIds(o.sink, o.plan.knownIdsFile)).filter((id) => !seen.has(id));
+    const gone = ((await readIds(o.sink, o.plan.knownIdsFile)) ?? []).filter((id) => !seen.has(id));
     await o.output.writeRows('deletions', deletionRows(gone, o.plan.spec.name, o.detectedAt, o.output.metaContext));
   }
   const idsFile = `${idsDir(o.plan)}/${o.plan.spec.name}-${o.runId}.json.gz`;

@@ -6,7 +6,7 @@ import type { TableSchema } from '../table.ts';
 import type { ResourceSpec } from '../resources/index.ts';
 import { renderDbtSources, type DbtOptions } from './dbt.ts';
 import type { LoadResult } from './duckdb-load.ts';
-import { listManifests, readManifest } from './manifests.ts';
+import { listManifests, parseManifest } from './manifests.ts';
 import { renderSql, type RenderOptions } from './render.ts';
 
 /**
@@ -71,9 +71,9 @@ export async function compactManifests(opts: { dest: string; s3?: S3SinkOptions 
   let rewritten = 0;
   try {
     for (const doc of await listManifests(sink)) {
-      const text = (await sink.read(doc.path))?.toString('utf8');
-      if (text === undefined || !text.trimEnd().includes('\n')) continue;
-      const manifest = await readManifest(sink, doc.path, doc.runId);
+      const buf = await sink.read(doc.path);
+      if (buf === undefined || !buf.toString('utf8').trimEnd().includes('\n')) continue;
+      const manifest = parseManifest(buf, doc.path, doc.runId);
       await sink.writeAtomic(doc.path, JSON.stringify(manifest) + '\n');
       rewritten++;
     }

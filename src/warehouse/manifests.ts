@@ -50,6 +50,11 @@ export function legacyKey(doc: ManifestDoc): string {
 export async function readManifest(src: WarehouseSource, path: string, runId: string): Promise<Manifest> {
   const buf = await src.read(path);
   if (!buf) throw new ExportError('E_STATE', `manifest ${path} disappeared while loading`);
+  return parseManifest(buf, path, runId);
+}
+
+/** A manifest's bytes, checked: valid JSON, version 1, naming the run its path names. */
+export function parseManifest(buf: Buffer, path: string, runId: string): Manifest {
   let m: Manifest;
   try {
     m = JSON.parse(buf.toString('utf8')) as Manifest;
