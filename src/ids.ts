@@ -7,6 +7,10 @@ import { ExportError } from './errors.ts';
 const ID_RE = /^A\d{1,30}$/;
 const REGION_RE = /^[a-z0-9][a-z0-9_-]{0,31}$/i;
 
+export function isSafeRegion(code: unknown): code is string {
+  return typeof code === 'string' && REGION_RE.test(code);
+}
+
 export function isSafeId(id: unknown): id is string {
   return typeof id === 'string' && ID_RE.test(id);
 }

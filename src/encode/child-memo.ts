@@ -58,14 +58,12 @@ function memoKey(item: unknown): string | undefined {
 
 export class ChildMemo {
   private readonly entries = new Map<string, Entry>();
-  private readonly parentCol: number;
   private readonly prefix: string;
+  /** `{"<parent key>":` for NDJSON lines, built once */
+  private readonly keyHead: string;
   private readonly line: ((r: Row) => string) | undefined;
   private readonly cols: { name: string; type: ColumnType }[];
   private readonly isDeclared: Set<string>;
-  /** hits and misses, for the benchmark's account of what the memo saves */
-  hits = 0;
-  misses = 0;
 
   constructor(
     private readonly format: EncoderKind,
@@ -75,10 +73,11 @@ export class ChildMemo {
     private readonly flatten: (item: unknown) => Row,
   ) {
     this.cols = parquetColumns(schema);
-    this.parentCol = this.cols.findIndex((c) => c.name === parentKey);
-    if (this.parentCol !== 0) throw new Error(`encode: ${schema.name}.${parentKey} must be the first column`);
+    if (this.cols.findIndex((c) => c.name === parentKey) !== 0)
+      throw new Error(`encode: ${schema.name}.${parentKey} must be the first column`);
     this.isDeclared = declaredColumns(schema).isDeclared;
     this.isDeclared.add(EXTRA_COLUMN.name);
+    this.keyHead = '{' + JSON.stringify(parentKey) + ':';
     if (format === 'ndjson') {
       const ser = ndjsonSerializer(schema);
       this.line = (r) => ser(r) + '\n';
@@ -96,9 +95,7 @@ export class ChildMemo {
   encode(item: unknown, parentId: string | null, out: TextOut | ColumnsOut): void {
     const key = memoKey(item);
     let e = key === undefined ? undefined : this.entries.get(key);
-    if (e !== undefined && sameJson(e.src, item)) this.hits++;
-    else {
-      this.misses++;
+    if (e === undefined || !sameJson(e.src, item)) {
       e = this.build(item);
       if (key !== undefined && e !== undefined) {
         if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
@@ -109,9 +106,7 @@ export class ChildMemo {
     if (this.format === 'parquet') this.appendColumns(e, parentId, out as ColumnsOut);
     else {
       const head =
-        this.format === 'ndjson'
-          ? '{' + JSON.stringify(this.parentKey) + ':' + JSON.stringify(parentId)
-          : csvCell(parentId, this.schema.columns[0]!, this.guard);
+        this.format === 'ndjson' ? this.keyHead + JSON.stringify(parentId) : csvCell(parentId, this.schema.columns[0]!, this.guard);
       (out as TextOut).line(head + e.rest!);
     }
   }

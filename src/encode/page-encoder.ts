@@ -9,7 +9,7 @@
  * One instance per task: drift sets and the memo belong to the task. Pure (no I/O): the same code
  * runs on the main thread (`--workers 0`) and in worker threads.
  */
-import { compileFlattener, includeItems, parentIdOf, type FlattenContext, type Flattener } from '../flatten/index.ts';
+import { compileFlattener, includeItems, meta, parentIdOf, type FlattenContext, type Flattener } from '../flatten/index.ts';
 import type { EncodedChunk } from '../format/chunk.ts';
 import { csvEncoder } from '../format/csv.ts';
 import { declaredColumns, extraJson } from '../format/extra.ts';
@@ -31,13 +31,6 @@ export interface EncodedPage {
   keys?: string[];
   /** Undeclared columns first seen on this page, per table (the task's drift grows by these). */
   drift?: [string, string[]][];
-}
-
-export interface PageEncoderOptions {
-  spec: ResourceSpec;
-  format: EncoderKind;
-  formatOptions: FormatOptions;
-  ctx: FlattenContext;
 }
 
 /**
@@ -92,12 +85,19 @@ export class PageEncoder {
   ) {
     this.flattener = compileFlattener(spec);
     this.tables = schemas.map((schema) => tableEncoder(schema, format, guard));
-    const meta = metaOf(this.flattener, ctx);
-    this.encodeParent = parentCode({ meta });
+    this.encodeParent = parentCode({ meta: meta(ctx) });
     this.memos = (spec.children ?? []).map((c, i) => {
       const t = this.tables[i + 1]!;
       return new ChildMemo(format, t.schema, c.parentKey, guard, (item) => this.flattener.childRow(i, item, null, ctx));
     });
+  }
+
+  private keyConv: { field: string; conv: (v: unknown) => string } | undefined;
+
+  /** Built once per task (its key field does not change between pages). */
+  private keyConverterFor(field: string): (v: unknown) => string {
+    if (this.keyConv?.field !== field) this.keyConv = { field, conv: keyConverter(this.spec, field) };
+    return this.keyConv.conv;
   }
 
   /** Drift seen by this task so far (undeclared columns per table). */
@@ -111,7 +111,7 @@ export class PageEncoder {
    */
   encode(records: readonly unknown[], keyField?: string): EncodedPage {
     const keys: string[] | undefined = keyField === undefined ? undefined : [];
-    const keyConv = keyField === undefined ? undefined : keyConverter(this.spec, keyField);
+    const keyConv = keyField === undefined ? undefined : this.keyConverterFor(keyField);
     const parent = this.tables[0]!;
     const children = this.spec.children ?? [];
     const text = this.format !== 'parquet';
@@ -189,11 +189,6 @@ function keyConverter(spec: ResourceSpec, keyField: string): (v: unknown) => str
 }
 
 /** The metadata columns' values for a task, as the flattener writes them. */
-function metaOf(flattener: Flattener, ctx: FlattenContext): Row {
-  const row = flattener.flattenBatch([{}], ctx).get(flattener.tables[0]!.name)![0]!;
-  return { _school_id: row._school_id!, _region: row._region!, _run_id: row._run_id!, _extracted_at: row._extracted_at! };
-}
-
 function tableEncoder(schema: TableSchema, format: EncoderKind, guard: boolean): TableEnc {
   if (format === 'ndjson') {
     const out = new TextOut();

@@ -37,7 +37,8 @@ export interface Flattener {
   drift(): Map<string, Set<string>>;
 }
 
-function meta(ctx: FlattenContext): Row {
+/** The columns every row of a task carries: school, region, run and extraction time. */
+export function meta(ctx: FlattenContext): Row {
   const at = normalizeIso(ctx.extractedAt);
   if (!at) throw new ExportError('E_INTERNAL', `extractedAt must be an ISO 8601 instant, got ${JSON.stringify(ctx.extractedAt)}`);
   return { _school_id: ctx.schoolId, _region: ctx.region, _run_id: ctx.runId, _extracted_at: at };

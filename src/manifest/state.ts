@@ -21,8 +21,12 @@ export function emptyState(schoolId: string, region: string): SchoolState {
 }
 
 export function updatedAfterParam(watermarkIso: string, lookbackSeconds: number): string {
-  const t = Date.parse(watermarkIso) - lookbackSeconds * 1000;
-  return new Date(t).toISOString().slice(0, 19).replace('T', ' ');
+  return naiveUtc(Date.parse(watermarkIso) - lookbackSeconds * 1000);
+}
+
+/** An instant as the API's updated_after/updated_before take it: naive UTC, to the second. */
+export function naiveUtc(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 }
 
 /** The new watermark: the task's start on the server's clock, never moving backwards. */

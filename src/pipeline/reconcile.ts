@@ -1,5 +1,5 @@
 import { listSchools } from '../discovery/service.ts';
-import { isSafeId } from '../ids.ts';
+import { isSafeId, isSafeRegion } from '../ids.ts';
 import { listStates, readDirective, statePath } from '../manifest/state-store.ts';
 import type { Sink } from '../sink/types.ts';
 import type { ApiClient } from '../source/client.ts';
@@ -65,7 +65,7 @@ export async function holdsUnapproved(sink: Sink, held: string[], approved: Read
 
 /** A school we still export: state here and no directive that already stopped it. */
 async function holdsSchool(sink: Sink, id: string, region: unknown): Promise<boolean> {
-  if (typeof region !== 'string' || !/^[a-z0-9][a-z0-9_-]{0,31}$/i.test(region)) return false;
+  if (!isSafeRegion(region)) return false;
   if ((await readDirective(sink, id))?.deactivated) return false;
   return (await sink.read(statePath(region.toLowerCase(), id))) !== undefined;
 }

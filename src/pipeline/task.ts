@@ -4,7 +4,7 @@ import type { PageResult } from '../encode/page-work.ts';
 import type { Encoding, TaskEncoding } from '../encode/pool.ts';
 import { encodingDecoder } from '../encode/task-decoder.ts';
 import type { Format, FormatOptions } from '../format/types.ts';
-import { checkpointResource, nextWatermark, promoteResource, updatedAfterParam } from '../manifest/state.ts';
+import { checkpointResource, naiveUtc, nextWatermark, promoteResource, updatedAfterParam } from '../manifest/state.ts';
 import type { Manifest, ManifestTask, ResourceState } from '../manifest/types.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import { tableSchemas } from '../resources/schema.ts';
@@ -16,7 +16,7 @@ import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
 import { CursorRefused, runWalks, type Walk } from './walks.ts';
-import { naiveUtc, planWindows, readsInWindows, WindowDedupe } from './windows.ts';
+import { planWindows, readsInWindows, WindowDedupe } from './windows.ts';
 
 export type { SchoolRef };
 

@@ -1,4 +1,5 @@
 import { convertDatetime } from '../flatten/index.ts';
+import { naiveUtc } from '../manifest/state.ts';
 
 /**
  * One big school's full read split into disjoint updated_at windows, each its own cursor walk, so
@@ -22,10 +23,6 @@ export interface TimeWindow {
 }
 
 const SECOND = 1000;
-
-export function naiveUtc(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
-}
 
 /** k windows over [oldest, until]; boundaries on whole seconds. */
 export function splitByTime(oldest: Date, until: Date, k: number): { windows: TimeWindow[]; boundaries: number[] } {
