@@ -24,6 +24,7 @@ export async function statusCommandRun(a: StatusArgs, io: CliIo = { out: process
   const runs = integerFlag('runs', a.runs ?? 10, 0);
   const sink = await openSink(cfg.dest, {
     s3: { endpoint: cfg.s3.endpoint, region: cfg.s3.region, checksumWhenRequired: cfg.s3.checksumWhenRequired },
+    readOnly: true,
   });
   try {
     const report = await collectStatus(sink, { runs, now });

@@ -68,6 +68,12 @@ export async function prepareLocalDest(dir: string, o: { probeWrite: boolean; ow
   if (o.probeWrite) await probeWrite(dir, o.owner, fail);
 }
 
+/** A destination that is read, not written: it must be a directory already (a typo is not an empty export). */
+export async function requireExportDir(dir: string): Promise<void> {
+  const st = await stat(dir).catch(() => undefined);
+  if (!st?.isDirectory()) throw new ConfigError(`--dest ${dir} is not an export directory; give the directory a run wrote`);
+}
+
 async function refuseBrokenEntry(dir: string, fail: (why: string) => never): Promise<void> {
   let l;
   try {

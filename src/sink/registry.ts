@@ -1,12 +1,15 @@
 import { ConfigError } from '../errors.ts';
 import { localDest, s3Dest, type Dest } from './dest.ts';
-import { prepareLocalDest } from './local-dest.ts';
+import { prepareLocalDest, requireExportDir } from './local-dest.ts';
 import { LocalSink } from './local.ts';
 import type { S3SinkOptions, Sink, SinkOptions } from './types.ts';
 
 export interface OpenSinkOptions extends SinkOptions {
   s3?: S3SinkOptions;
-  /** Only reading (warehouse load): skip the write probe of a local destination. */
+  /**
+   * Reading an export (status, warehouse load): a local destination must already be a directory;
+   * nothing is created or probed there.
+   */
   readOnly?: boolean;
 }
 
@@ -27,7 +30,8 @@ export const SINKS: { [K in Dest['kind']]: SinkKind<K> } = {
     schemes: ['', 'file'],
     parse: (d, scheme) => localDest(d, scheme) as Extract<Dest, { kind: 'local' }>,
     async open(dest, opts) {
-      await prepareLocalDest(dest.dir, { probeWrite: !opts.readOnly, owner: opts.owner });
+      if (opts.readOnly) await requireExportDir(dest.dir);
+      else await prepareLocalDest(dest.dir, { probeWrite: true, owner: opts.owner });
       return new LocalSink(dest.dir, { owner: opts.owner });
     },
   },

@@ -1,7 +1,6 @@
-import { stat } from 'node:fs/promises';
 import { ConfigError } from '../errors.ts';
 import { RESOURCES, tableSchemas } from '../resources/index.ts';
-import { openSink, parseDest, type S3SinkOptions, type Sink } from '../sink/index.ts';
+import { openSink, type S3SinkOptions, type Sink } from '../sink/index.ts';
 import type { TableSchema } from '../table.ts';
 import type { ResourceSpec } from '../resources/index.ts';
 import { renderDbtSources, type DbtOptions } from './dbt.ts';
@@ -85,10 +84,5 @@ export async function compactManifests(opts: { dest: string; s3?: S3SinkOptions 
 
 /** Loading reads an export: a local directory that does not exist is a mistake, not an empty export. */
 async function openExisting(dest: string, s3?: S3SinkOptions): Promise<Sink> {
-  const parsed = parseDest(dest);
-  if (parsed.kind === 'local') {
-    const st = await stat(parsed.dir).catch(() => undefined);
-    if (!st?.isDirectory()) throw new ConfigError(`--dest ${parsed.dir} is not an export directory; give the directory a run wrote`);
-  }
-  return openSink(dest, s3 ? { s3 } : {});
+  return openSink(dest, { ...(s3 ? { s3 } : {}), readOnly: true });
 }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -60,6 +61,21 @@ describe('exit status', () => {
       expect(token.code).toBe(2);
       expect(token.stderr).toMatch(/SCHOOL_API_TOKEN holds a line break/);
       expect(sb.control.requests()).toEqual([]);
+    });
+
+    it('commands that read an export create nothing at a mistyped --dest: one line, exit 2', async () => {
+      const typo = join(process.cwd(), 'no-such-export-dir', 'exports');
+      for (const args of [
+        ['status', '--dest', typo],
+        ['warehouse', 'load', '--dest', typo, '--into', `duckdb:${typo}.duckdb`],
+      ]) {
+        const r = await cli(args, {});
+        expect([r.code, r.stderr.trim()]).toEqual([
+          2,
+          `school-export: --dest ${typo} is not an export directory; give the directory a run wrote`,
+        ]);
+      }
+      expect(existsSync(join(process.cwd(), 'no-such-export-dir'))).toBe(false);
     });
 
     it('number flags of the other commands: the value as typed, exit 2, never a NaN that disables a limit', async () => {
