@@ -4,7 +4,7 @@ import { FILTERS, LIST_NAMES, type ListFilters, type SchoolListName } from '../d
 import { renderDetails, schoolSummary, tableHeader, tableRow } from '../discovery/render.ts';
 import { listSchools, showSchool } from '../discovery/service.ts';
 import { clientFromArgs, regionalDomains } from './client.ts';
-import { integerFlag, integerOption, wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
+import { integerOption, optionalIntegerFlag, wantsJson, withApiOptions, write, type ApiArgs } from './common.ts';
 
 /** `school-export schools list|show`: argument parsing and output only; the logic is in src/discovery/. */
 export interface CliIo {
@@ -25,7 +25,7 @@ export async function schoolsList(a: ListArgs, io: CliIo = stdio(), client = cli
   const json = wantsJson(a.json, io.out as NodeJS.WriteStream);
   let n = 0;
   try {
-    for await (const school of listSchools(client, a.state, filters, integerFlag('per-page', a['per-page'], 1))) {
+    for await (const school of listSchools(client, a.state, filters, optionalIntegerFlag('per-page', a['per-page'], 1))) {
       if (!json && n === 0) await write(io.out, tableHeader() + '\n');
       await write(io.out, json ? JSON.stringify(school) + '\n' : tableRow(schoolSummary(school)) + '\n');
       n++;
