@@ -10,6 +10,7 @@ interface SandboxArgs {
   'region-mode'?: 'lenient' | 'strict';
   'cursor-max-age-ms'?: number;
   'webhook-url'?: string;
+  'data-shape'?: 'standard' | 'wide';
 }
 
 export const sandboxCommand: CommandModule<object, SandboxArgs> = {
@@ -28,6 +29,10 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
       .option('region-mode', {
         choices: ['lenient', 'strict'] as const,
         describe: "strict: a school's paths answer only at its own regional domain (docs/sandbox.md, Regions)",
+      })
+      .option('data-shape', {
+        choices: ['standard', 'wide'] as const,
+        describe: 'wide: undeclared fields on included people, datetimes in four zones and at DST edges, awkward text (docs/sandbox.md)',
       })
       .option('webhook-url', {
         type: 'string',
@@ -48,6 +53,7 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
       regionMode: a['region-mode'],
       cursorMaxAgeMs: optionalIntegerFlag('cursor-max-age-ms', a['cursor-max-age-ms'], 1),
       webhookUrl: a['webhook-url'],
+      dataShape: a['data-shape'],
     });
   },
 };

@@ -35,6 +35,13 @@ const BY_TYPE = {
   ACHIEVEMENT_OUTCOME: ATTRIBUTES.filter((a) => a.type === 'ACHIEVEMENT_OUTCOME' && a.active),
 };
 
+/** The active attributes' descriptions, by what an achievement's field names (the wide shape picks from these too). */
+export const ATTRIBUTE_NAMES = {
+  types: BY_TYPE.ACHIEVEMENT_TYPE.map((a) => a.description),
+  actions: BY_TYPE.ACHIEVEMENT_OUTCOME.map((a) => a.description),
+  subjects: BY_TYPE.EVENT_SUBJECT.map((a) => a.description),
+};
+
 /** Instants next to daylight-saving changes (London, Sydney) and other edges. */
 export const SPECIAL_INSTANTS: readonly Micros[] = [
   '2024-03-31T00:30:00Z', // London 00:30 GMT, just before the spring-forward

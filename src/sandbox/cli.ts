@@ -1,5 +1,5 @@
 /** `school-export sandbox`: serve the sandbox until SIGINT/SIGTERM, printing how to reach it. */
-import { startSandbox, type ItemEnvelope, type RegionMode, type Sandbox } from './index.ts';
+import { startSandbox, type DataShape, type ItemEnvelope, type RegionMode, type Sandbox } from './index.ts';
 
 export interface SandboxCommandOptions {
   port?: number;
@@ -10,6 +10,7 @@ export interface SandboxCommandOptions {
   regionMode?: RegionMode;
   cursorMaxAgeMs?: number;
   webhookUrl?: string;
+  dataShape?: DataShape;
 }
 
 /** The banner the command prints (sandbox tokens are fake, so printing them is fine). */
@@ -38,6 +39,7 @@ export async function runSandboxCommand(opts: SandboxCommandOptions): Promise<vo
     regionMode: opts.regionMode,
     cursorMaxAgeMs: opts.cursorMaxAgeMs,
     webhookUrl: opts.webhookUrl,
+    dataShape: opts.dataShape,
   });
   process.stdout.write(describeSandbox(sb, opts.webhookUrl) + '\n');
   await new Promise<void>((resolve) => {

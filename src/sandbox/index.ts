@@ -11,6 +11,7 @@ import { delay } from './http-util.ts';
 import { controlHttp } from './control-http.ts';
 import { REGIONS } from './fixtures.ts';
 import { requestHandler, type Listener } from './router.ts';
+import { DATA_SHAPES, type DataShape } from './wide.ts';
 import { ITEM_ENVELOPES, REGION_MODES, World, type ItemEnvelope, type RegionMode } from './world.ts';
 
 export type { SandboxControl } from './control.ts';
@@ -19,6 +20,7 @@ export type { Hold, RequestHook, RequestInfo, RequestMatch } from './hooks.ts';
 export type { AccessState } from './fixtures.ts';
 export type { ItemEnvelope, RegionMode, RequestLogEntry } from './world.ts';
 export type { WebhookDelivery } from './webhooks.ts';
+export type { DataShape } from './wide.ts';
 
 export interface SandboxOptions {
   seed?: number;
@@ -37,6 +39,8 @@ export interface SandboxOptions {
   itemEnvelope?: ItemEnvelope;
   /** Where a school's paths answer (see docs/sandbox.md "Regions"); default 'lenient'. */
   regionMode?: RegionMode;
+  /** 'wide': the data a real service sends beyond ours (docs/sandbox.md, "Data shapes"); default 'standard'. */
+  dataShape?: DataShape;
   host?: string;
   port?: number;
 }
@@ -73,6 +77,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     cursorMaxAgeMs: opts.cursorMaxAgeMs,
     itemEnvelope: oneOf('itemEnvelope', opts.itemEnvelope ?? 'bare', ITEM_ENVELOPES),
     regionMode: oneOf('regionMode', opts.regionMode ?? 'lenient', REGION_MODES),
+    dataShape: oneOf('dataShape', opts.dataShape ?? 'standard', DATA_SHAPES),
   });
   const control = createControl(world);
   const onControl = controlHttp(world, control);

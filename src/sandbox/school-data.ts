@@ -19,7 +19,8 @@ import {
   type PersonCtx,
 } from './people.ts';
 import { CLASSES_PER_SCHOOL, GROUPS_PER_SCHOOL, renderClass, renderGroup } from './groups.ts';
-import { ATTRIBUTES_PER_SCHOOL, achievementBase, attributeFields, type AchievementCtx } from './achievements.ts';
+import { ATTRIBUTES_PER_SCHOOL, ATTRIBUTE_NAMES, achievementBase, attributeFields, type AchievementCtx } from './achievements.ts';
+import { WIDE_EMPLOYEES, WIDE_STUDENTS, wideAchievement, wideEmployee, wideStudent, type DataShape } from './wide.ts';
 import * as A from './assessment.ts';
 import { maskedProperties } from './scopes.ts';
 import type { Micros } from './time.ts';
@@ -41,6 +42,8 @@ export class SchoolData {
   readonly deletions = new DeletionLog();
   private readonly streams: Record<ResourceName, number>;
   private readonly baseCreatedCache = new Map<ResourceName, (i: number) => Micros>();
+  /** Students and employees per school (achievements name them by index). */
+  private readonly people: { students: number; employees: number };
   private readonly embedded = new EmbeddedPeople(
     (r, i) => this.cols[r].exists(i),
     (r, i) => this.render(r, i, NO_INCLUDES, { full: true }),
@@ -52,12 +55,15 @@ export class SchoolData {
     readonly zone: string,
     achievements: number,
     private readonly tick: () => Micros,
+    /** 'wide': the data of src/sandbox/wide.ts (docs/sandbox.md, "Data shapes") */
+    readonly shape: DataShape = 'standard',
   ) {
+    const wide = shape === 'wide';
     const counts: Record<ResourceName, number> = {
       achievements,
       achievement_attributes: ATTRIBUTES_PER_SCHOOL,
-      students: STUDENTS_PER_SCHOOL,
-      employees: EMPLOYEES_PER_SCHOOL,
+      students: wide ? WIDE_STUDENTS : STUDENTS_PER_SCHOOL,
+      employees: wide ? WIDE_EMPLOYEES : EMPLOYEES_PER_SCHOOL,
       assessment_aspects: A.ASPECTS_PER_SCHOOL,
       assessment_resultsets: A.RESULTSETS_PER_SCHOOL,
       assessment_results: A.RESULTS_PER_SCHOOL,
@@ -65,6 +71,7 @@ export class SchoolData {
       groups: GROUPS_PER_SCHOOL,
       classes: CLASSES_PER_SCHOOL,
     };
+    this.people = { students: counts.students, employees: counts.employees };
     const streams = {} as Record<ResourceName, number>;
     const cols = {} as Record<ResourceName, LazyCollection>;
     for (const r of RESOURCES) {
@@ -135,15 +142,21 @@ export class SchoolData {
       id: (i) => this.id(r, i),
       updated: (i) => this.updated(r, i),
       created: (i) => this.created(r, i),
-      studentCount: STUDENTS_PER_SCHOOL,
-      employeeCount: EMPLOYEES_PER_SCHOOL,
+      studentCount: this.people.students,
+      employeeCount: this.people.employees,
+      ...ATTRIBUTE_NAMES,
     };
+  }
+
+  /** Row i of achievements in this school's data shape. */
+  private achievementBase(ctx: AchievementCtx, i: number): ReturnType<typeof achievementBase> {
+    return this.shape === 'wide' ? wideAchievement(ctx as AchievementCtx & typeof ATTRIBUTE_NAMES, i) : achievementBase(ctx, i);
   }
 
   /** Related row indexes of an achievement (students/employees), overlay first. */
   achievementLinks(i: number, ctx = this.achievementCtx()): { students: number[]; employees: number[] } {
     const o = this.cols.achievements.entry(i)?.links;
-    const base = o?.students && o?.employees ? null : achievementBase(ctx, i);
+    const base = o?.students && o?.employees ? null : this.achievementBase(ctx, i);
     return { students: o?.students ?? base!.students, employees: o?.employees ?? base!.employees };
   }
 
@@ -152,7 +165,7 @@ export class SchoolData {
     const patch = this.cols[r].entry(i)?.patch;
     let out: Rec;
     if (r === 'achievements') {
-      const b = achievementBase(ctx ?? this.achievementCtx(), i);
+      const b = this.achievementBase(ctx ?? this.achievementCtx(), i);
       out = b.fields;
       if (patch) for (const k in patch) out[k] = patch[k];
       if (!scope.full) for (const k of maskedProperties(scope, 'achievements')) out[k] = null;
@@ -167,10 +180,10 @@ export class SchoolData {
     const head: Rec = { id: this.id(r, i) };
     switch (r) {
       case 'students':
-        out = renderStudent(this.person(r), i);
+        out = this.shape === 'wide' ? wideStudent(this.person(r), i) : renderStudent(this.person(r), i);
         return patch ? { ...out, ...patch } : out;
       case 'employees':
-        out = renderEmployee(this.person(r), i);
+        out = this.shape === 'wide' ? wideEmployee(this.person(r), i) : renderEmployee(this.person(r), i);
         return patch ? { ...out, ...patch } : out;
       case 'contacts':
         out = renderContact(this.person(r), i);
@@ -224,7 +237,7 @@ export class SchoolData {
 
   /** JSON.stringify(render('achievements', ...)), built from cached text for the embedded people. */
   achievementJson(i: number, includes: ReadonlySet<string>, scope: Scope, ctx: AchievementCtx): string {
-    const b = achievementBase(ctx, i);
+    const b = this.achievementBase(ctx, i);
     const entry = this.cols.achievements.entry(i);
     const out = b.fields;
     if (entry?.patch) for (const k in entry.patch) out[k] = entry.patch[k];

@@ -78,12 +78,20 @@ function dayString(day: number): string {
 export function dt(us: Micros, zone: string): DateTimeObject {
   const sec = Math.floor(us / 1_000_000);
   const local = sec + (zone === 'UTC' ? 0 : zoneOffsetMs(zone, sec * 1000) / 1000);
-  const day = Math.floor(local / 86_400);
-  const t = local - day * 86_400;
+  return wallDt(local, us - sec * 1_000_000, zone);
+}
+
+/**
+ * A datetime object holding a wall-clock time as given (`localSec`: seconds of the wall time as if
+ * it were UTC, `fracUs` its microseconds), whether or not that time exists in `zone` (a time in a
+ * spring-forward gap) or exists twice (an autumn fold): what a MIS storing local times sends.
+ */
+export function wallDt(localSec: number, fracUs: number, zone: string): DateTimeObject {
+  const day = Math.floor(localSec / 86_400);
+  const t = localSec - day * 86_400;
   const h = Math.floor(t / 3600);
   const m = Math.floor((t - h * 3600) / 60);
-  const date =
-    dayString(day) + P2[h] + ':' + P2[m] + ':' + P2[t - h * 3600 - m * 60] + '.' + String(1_000_000 + (us - sec * 1_000_000)).slice(1);
+  const date = dayString(day) + P2[h] + ':' + P2[m] + ':' + P2[t - h * 3600 - m * 60] + '.' + String(1_000_000 + fracUs).slice(1);
   return { date, timezone_type: 3, timezone: zone };
 }
 

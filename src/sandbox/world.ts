@@ -10,6 +10,7 @@ import type { CursorPolicy } from './paginate.ts';
 import { hexOf } from './hash.ts';
 import { SchoolData, type Scope } from './school-data.ts';
 import { WebhookSender } from './webhooks.ts';
+import type { DataShape } from './wide.ts';
 import { isoMicros, type Micros } from './time.ts';
 
 export interface SchoolState extends SchoolDef {
@@ -46,6 +47,8 @@ export interface WorldOptions {
   cursorMaxAgeMs?: number;
   itemEnvelope: ItemEnvelope;
   regionMode: RegionMode;
+  /** Which data the schools hold (src/sandbox/wide.ts); default 'standard'. */
+  dataShape?: DataShape;
   /** How the sandbox waits (slow faults, latency); tests inject one that records instead of waiting. */
   sleep: (ms: number) => Promise<void>;
 }
@@ -114,7 +117,7 @@ export class World {
   data(s: SchoolState): SchoolData {
     if (!s.data) {
       const n = this.opts.bigSchools[s.id] ?? this.opts.achievementsPerSchool;
-      s.data = new SchoolData(this.opts.seed, s.ord, s.zone, n, () => this.tick());
+      s.data = new SchoolData(this.opts.seed, s.ord, s.zone, n, () => this.tick(), this.opts.dataShape);
     }
     return s.data;
   }
