@@ -23,6 +23,7 @@ async function* pages(url) {
 }
 
 const t0 = performance.now();
+const cpu0 = process.cpuUsage();
 const schools = [];
 for await (const data of pages(`${a.apiUrl}/v1.0/schools?per_page=1000&cursor=true`)) schools.push(...data);
 let rows = 0;
@@ -42,5 +43,6 @@ async function worker() {
 }
 await Promise.all(Array.from({ length: a.concurrency ?? 4 }, worker));
 const ms = performance.now() - t0;
-process.stdout.write(JSON.stringify({ ms, rows, maxRssMB: process.resourceUsage().maxRSS / 1024 }) + '\n');
+const cpu = process.cpuUsage(cpu0);
+process.stdout.write(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000, rows, maxRssMB: process.resourceUsage().maxRSS / 1024 }) + '\n');
 process.exit(0);

@@ -10,6 +10,7 @@ import {
   type DecodedBatch,
   type DecodeOptions,
 } from './types.ts';
+import { markClean, mayHoldLoneSurrogates } from './well-formed.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -20,6 +21,8 @@ const gunzipAsync = promisify(gunzip);
 export function parseBufferedPage(decoded: Buffer): DecodedBatch {
   const parsed = parseJson(decoded);
   const { rows, meta } = splitListBody(parsed);
+  // no surrogate escape in the bytes: no lone surrogate in the rows, nothing to walk later
+  if (!mayHoldLoneSurrogates(decoded)) markClean(rows);
   return { rows, last: true, bytes: decoded.length, meta };
 }
 

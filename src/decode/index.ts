@@ -6,6 +6,7 @@ import { classifyStreamError, DEFAULT_STREAM_THRESHOLD, type DecodedBatch, type 
 export { parseBufferedPage, decodeBuffered, decodeStreamed, decodeStreamedBytes };
 export { parseJson, gunzipBuffer, readAll } from './buffered.ts';
 export * from './types.ts';
+export { replaceLoneSurrogates, inheritClean, countsRecord, type SurrogateScope } from './well-formed.ts';
 
 /**
  * Decodes one list page. Small pages take the fast path (buffer, one gunzip, one JSON.parse,

@@ -9,6 +9,7 @@
  * One instance per task: drift sets and the memo belong to the task. Pure (no I/O): the same code
  * runs on the main thread (`--workers 0`) and in worker threads.
  */
+import { replaceLoneSurrogates, type SurrogateScope } from '../decode/index.ts';
 import { compileFlattener, includeItems, meta, parentIdOf, type FlattenContext, type Flattener } from '../flatten/index.ts';
 import type { EncodedChunk } from '../format/chunk.ts';
 import { csvEncoder } from '../format/csv.ts';
@@ -31,6 +32,8 @@ export interface EncodedPage {
   keys?: string[];
   /** Undeclared columns first seen on this page, per table (the task's drift grows by these). */
   drift?: [string, string[]][];
+  /** Lone surrogates replaced by U+FFFD in this page's rows, per table. */
+  replaced?: [string, number][];
 }
 
 /**
@@ -74,6 +77,7 @@ export class PageEncoder {
   private readonly tables: TableEnc[];
   private readonly encodeParent: TextRecordEncoder | ColumnRecordEncoder;
   private readonly memos: ChildMemo[];
+  private readonly surrogates: SurrogateScope;
 
   constructor(
     private readonly spec: ResourceSpec,
@@ -86,6 +90,7 @@ export class PageEncoder {
     this.flattener = compileFlattener(spec);
     this.tables = schemas.map((schema) => tableEncoder(schema, format, guard));
     this.encodeParent = parentCode({ meta: meta(ctx) });
+    this.surrogates = surrogateScope(spec);
     this.memos = (spec.children ?? []).map((c, i) => {
       const t = this.tables[i + 1]!;
       return new ChildMemo(format, t.schema, c.parentKey, guard, (item) => this.flattener.childRow(i, item, null, ctx));
@@ -110,6 +115,8 @@ export class PageEncoder {
    * exactly as the reference path reads it from the flattened row (String of the converted value).
    */
   encode(records: readonly unknown[], keyField?: string): EncodedPage {
+    const replaced = new Map<string, number>();
+    replaceLoneSurrogates(records, this.surrogates, replaced); // nothing to do on a page marked clean
     const keys: string[] | undefined = keyField === undefined ? undefined : [];
     const keyConv = keyField === undefined ? undefined : this.keyConverterFor(keyField);
     const parent = this.tables[0]!;
@@ -150,6 +157,7 @@ export class PageEncoder {
     if (keys) page.keys = keys;
     const drift = this.newDrift();
     if (drift.length) page.drift = drift;
+    if (replaced.size) page.replaced = [...replaced];
     return page;
   }
 
@@ -217,4 +225,9 @@ function tableEncoder(schema: TableSchema, format: EncoderKind, guard: boolean):
       out.rows++;
     },
   };
+}
+
+/** Where a resource's lone surrogates are counted: its table, and each include's child table. */
+export function surrogateScope(spec: ResourceSpec): SurrogateScope {
+  return { table: spec.name, includes: new Map((spec.children ?? []).map((c) => [c.include, c.table])) };
 }

@@ -16,6 +16,8 @@ type WellFormed = string & { isWellFormed(): boolean; toWellFormed(): string };
 /**
  * A lone UTF-16 surrogate would become a "\ud83e" escape that JSON readers (DuckDB, BigQuery)
  * reject, failing the whole load: replace it with U+FFFD, as UTF-8 encoding does for the typed columns.
+ * Records are already cleaned (and counted) where they are parsed (decode/well-formed.ts); this is
+ * the writers' own guard for rows that did not come from there.
  */
 export function wellFormed(v: Scalar): Scalar {
   return typeof v === 'string' && !(v as WellFormed).isWellFormed() ? (v as WellFormed).toWellFormed() : v;

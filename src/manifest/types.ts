@@ -18,6 +18,8 @@ export interface ManifestFile {
   rows: number;
   bytes: number;
   sha256: string;
+  /** NDJSON and CSV: bytes of the longest line (CSV: record, the header included) with its line end; absent for Parquet and in older manifests */
+  max_line_bytes?: number;
 }
 
 export interface ManifestTask {
@@ -38,6 +40,8 @@ export interface ManifestTask {
   files: ManifestFile[];
   rows: Record<string, number>; // table -> rows written
   drift_fields?: Record<string, string[]>; // table -> undeclared fields seen (kept in NDJSON keys / _extra)
+  /** table -> lone UTF-16 surrogates replaced by U+FFFD in this piece's rows (docs/flattening.md, "Text") */
+  replaced_surrogates?: Record<string, number>;
   /**
    * A long full read commits in pieces (checkpoints), possibly across runs (a killed or failed task
    * resumes from its saved cursor). Every piece of such a read carries this. Loaders apply each

@@ -6,6 +6,8 @@ export interface TableTotals {
   rows: number;
   files: number;
   bytes: number;
+  /** lone UTF-16 surrogates replaced by U+FFFD in this table's rows (absent: none) */
+  replacedSurrogates?: number;
 }
 
 type Unfinished = 'failed' | 'skipped' | 'interrupted' | 'not_started';
@@ -141,6 +143,10 @@ function addTotals(t: ManifestTask, tables: Record<string, TableTotals>, drift: 
   }
   for (const [table, n] of Object.entries(t.rows)) (tables[table] ??= { rows: 0, files: 0, bytes: 0 }).rows += n;
   for (const [table, fields] of Object.entries(t.drift_fields ?? {})) for (const f of fields) (drift[table] ??= new Set()).add(f);
+  for (const [table, n] of Object.entries(t.replaced_surrogates ?? {})) {
+    const tt = (tables[table] ??= { rows: 0, files: 0, bytes: 0 });
+    tt.replacedSurrogates = (tt.replacedSurrogates ?? 0) + n;
+  }
 }
 
 const fmtBytes = (n: number) =>
@@ -184,6 +190,11 @@ export function renderSummary(s: RunSummary): string {
       `  schema drift in ${table}: ${fields.length} undeclared field(s) seen, kept in _extra unless the personal-data policy drops them (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`,
     );
   }
+  for (const [table, t] of Object.entries(s.tables))
+    if (t.replacedSurrogates)
+      lines.push(
+        `  text in ${table}: ${t.replacedSurrogates.toLocaleString('en')} lone surrogate(s) replaced by U+FFFD (docs/flattening.md, "Text")`,
+      );
   for (const [school, cols] of Object.entries(s.scopeMasked)) lines.push(`  no scope at ${school}: ${cols.join(', ')} exported as null`);
   if (s.deactivated.length) lines.push(`  not exported (access revoked or declined): ${s.deactivated.join(', ')}`);
   for (const n of s.notes) lines.push(`  NOTE: ${n}`);

@@ -6,6 +6,8 @@ import type { ResourceSpec } from '../resources/types.ts';
 import type { Sink } from '../sink/types.ts';
 import type { Row, TableSchema } from '../table.ts';
 import type { PageResult } from '../encode/page-work.ts';
+import { surrogateScope } from '../encode/page-encoder.ts';
+import { countsRecord, replaceLoneSurrogates } from '../decode/index.ts';
 import { TableFiles } from './table-files.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
 
@@ -40,6 +42,8 @@ export interface CommittedPiece {
   files: ManifestFile[];
   rows: Record<string, number>;
   deletions: Manifest['deletions'];
+  /** table -> lone surrogates replaced by U+FFFD in this piece's rows (absent: none) */
+  replacedSurrogates?: Record<string, number>;
 }
 
 const DELETIONS_SCHEMA: TableSchema = tableSchemas(resourceByName('deletions')!)[0]!;
@@ -75,6 +79,7 @@ export class TaskOutput {
   }
 
   async writeRecords(records: readonly unknown[]): Promise<void> {
+    replaceLoneSurrogates(records, surrogateScope(this.o.spec), this.replaced);
     const tables = this.flattener.flattenBatch(records, this.ctx);
     // Before anything is written or collected: files, manifest deletions and snapshot keys all
     // hold the values as the policy leaves them (docs/personal-data.md).
@@ -95,6 +100,7 @@ export class TaskOutput {
   async writeEncoded(page: PageResult): Promise<void> {
     for (const { table, chunk } of page.tables) await this.filesFor(table).writeEncoded(chunk);
     if (this.keys && page.keys) for (const k of page.keys) this.keys.add(k);
+    for (const [table, n] of page.replaced ?? []) this.replaced.set(table, (this.replaced.get(table) ?? 0) + n);
     for (const [table, names] of page.drift ?? []) {
       let set = this.encodedDrift.get(table);
       if (!set) this.encodedDrift.set(table, (set = new Set()));
@@ -102,6 +108,9 @@ export class TaskOutput {
     }
     this.records += page.records;
   }
+
+  /** Lone surrogates replaced since the last commit, per table. */
+  private replaced = new Map<string, number>();
 
   /** Drift of pages encoded elsewhere (their flattener is not this one). */
   private readonly encodedDrift = new Map<string, Set<string>>();
@@ -121,7 +130,9 @@ export class TaskOutput {
     for (const f of files) rows[f.table] = (rows[f.table] ?? 0) + f.rows;
     const deletions = this.pendingDeletions;
     this.pendingDeletions = [];
-    return { files, rows, deletions };
+    const replacedSurrogates = countsRecord(this.replaced);
+    this.replaced = new Map();
+    return { files, rows, deletions, ...(replacedSurrogates ? { replacedSurrogates } : {}) };
   }
 
   async abort(): Promise<void> {
@@ -132,6 +143,7 @@ export class TaskOutput {
   async restart(): Promise<void> {
     await this.abort();
     this.pendingDeletions = [];
+    this.replaced = new Map();
     this.keys?.clear();
   }
 

@@ -396,6 +396,7 @@ function pieceTask(
     files: piece.files,
     rows: piece.rows,
     ...(Object.keys(drift).length ? { drift_fields: drift } : {}),
+    ...(piece.replacedSurrogates ? { replaced_surrogates: piece.replacedSurrogates } : {}),
     ...(split ? { checkpoint: { snapshot: progress.snapshot, seq: progress.seq + 1, final } } : {}),
     ...(plan.scopeMasked.length ? { scope_masked: byTable(plan.scopeMasked) } : {}),
   };
