@@ -10,7 +10,8 @@ import {
   type DecodedBatch,
   type DecodeOptions,
 } from './types.ts';
-import { markClean, mayHoldLoneSurrogates } from './well-formed.ts';
+import { markPage } from './page-marks.ts';
+import { mayHoldLoneSurrogates } from './well-formed.ts';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -22,7 +23,7 @@ export function parseBufferedPage(decoded: Buffer): DecodedBatch {
   const parsed = parseJson(decoded);
   const { rows, meta } = splitListBody(parsed);
   // no surrogate escape in the bytes: no lone surrogate in the rows, nothing to walk later
-  if (!mayHoldLoneSurrogates(decoded)) markClean(rows);
+  markPage(rows, { clean: !mayHoldLoneSurrogates(decoded), bytes: decoded.length });
   return { rows, last: true, bytes: decoded.length, meta };
 }
 

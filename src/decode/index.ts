@@ -6,7 +6,9 @@ import { classifyStreamError, DEFAULT_STREAM_THRESHOLD, type DecodedBatch, type 
 export { parseBufferedPage, decodeBuffered, decodeStreamed, decodeStreamedBytes };
 export { parseJson, gunzipBuffer, readAll } from './buffered.ts';
 export * from './types.ts';
-export { replaceLoneSurrogates, inheritClean, countsRecord, type SurrogateScope } from './well-formed.ts';
+export { replaceLoneSurrogates, countsRecord, type SurrogateScope } from './well-formed.ts';
+export { inheritMarks } from './page-marks.ts';
+export { valuesOverLimits, LOADER_LIMITS, type OverLimit } from './loader-limits.ts';
 
 /**
  * Decodes one list page. Small pages take the fast path (buffer, one gunzip, one JSON.parse,

@@ -10,10 +10,9 @@
  * rows) are walked, with the engine's native isWellFormed on each string.
  */
 
-type WellFormed = string & { isWellFormed(): boolean; toWellFormed(): string };
+import { markClean, pageMarks } from './page-marks.ts';
 
-/** Record arrays whose every string is known to be well-formed (their page's bytes had no surrogate escape). */
-const clean = new WeakSet<readonly unknown[]>();
+type WellFormed = string & { isWellFormed(): boolean; toWellFormed(): string };
 
 /** Whether decoded JSON bytes may produce a lone surrogate when parsed. */
 export function mayHoldLoneSurrogates(json: Uint8Array): boolean {
@@ -21,18 +20,9 @@ export function mayHoldLoneSurrogates(json: Uint8Array): boolean {
   return b.indexOf('\\ud') >= 0 || b.indexOf('\\uD') >= 0;
 }
 
-/** Marks parsed records as needing no walk. */
-export function markClean(records: readonly unknown[]): void {
-  clean.add(records);
-}
-
-/** `to` (records taken from `from`, e.g. a window's duplicates dropped) is clean when `from` was. */
-export function inheritClean(from: readonly unknown[], to: readonly unknown[]): void {
-  if (clean.has(from)) clean.add(to);
-}
-
+/** Whether the records are known to hold well-formed text only (no walk needed). */
 export function isClean(records: readonly unknown[]): boolean {
-  return clean.has(records);
+  return pageMarks(records)?.clean === true;
 }
 
 /** Lone surrogates in a string (0 for well-formed text). */
@@ -54,6 +44,8 @@ export interface SurrogateScope {
   table: string;
   /** include name -> child table (the include's items are counted there) */
   includes: ReadonlyMap<string, string>;
+  /** declared fields written as one JSON text column (a loader limit applies to the whole value) */
+  json?: ReadonlySet<string>;
 }
 
 /**
@@ -62,7 +54,7 @@ export interface SurrogateScope {
  * Skips record arrays marked clean. Returns whether anything was replaced.
  */
 export function replaceLoneSurrogates(records: readonly unknown[], scope: SurrogateScope, counts: Map<string, number>): boolean {
-  if (clean.has(records)) return false;
+  if (isClean(records)) return false;
   let any = false;
   const count = (table: string, n: number) => {
     counts.set(table, (counts.get(table) ?? 0) + n);
@@ -107,7 +99,7 @@ export function replaceLoneSurrogates(records: readonly unknown[], scope: Surrog
     if (typeof r === 'object' && r !== null && !Array.isArray(r)) list[i] = fixObject(r as Record<string, unknown>, parentOf);
     else list[i] = fix(r, scope.table);
   }
-  clean.add(records);
+  markClean(records);
   return any;
 }
 

@@ -9,7 +9,7 @@
  * One instance per task: drift sets and the memo belong to the task. Pure (no I/O): the same code
  * runs on the main thread (`--workers 0`) and in worker threads.
  */
-import { replaceLoneSurrogates, type SurrogateScope } from '../decode/index.ts';
+import { replaceLoneSurrogates, valuesOverLimits, type OverLimit, type SurrogateScope } from '../decode/index.ts';
 import { compileFlattener, includeItems, meta, parentIdOf, type FlattenContext, type Flattener } from '../flatten/index.ts';
 import type { EncodedChunk } from '../format/chunk.ts';
 import { csvEncoder } from '../format/csv.ts';
@@ -34,6 +34,8 @@ export interface EncodedPage {
   drift?: [string, string[]][];
   /** Lone surrogates replaced by U+FFFD in this page's rows, per table. */
   replaced?: [string, number][];
+  /** Values (or rows) over a documented loader's limit (decode/loader-limits.ts). */
+  overLimit?: OverLimit[];
 }
 
 /**
@@ -117,6 +119,8 @@ export class PageEncoder {
   encode(records: readonly unknown[], keyField?: string): EncodedPage {
     const replaced = new Map<string, number>();
     replaceLoneSurrogates(records, this.surrogates, replaced); // nothing to do on a page marked clean
+    const overLimit: OverLimit[] = [];
+    valuesOverLimits(records, this.surrogates, overLimit); // nothing to do on a page smaller than the limits
     const keys: string[] | undefined = keyField === undefined ? undefined : [];
     const keyConv = keyField === undefined ? undefined : this.keyConverterFor(keyField);
     const parent = this.tables[0]!;
@@ -158,6 +162,7 @@ export class PageEncoder {
     const drift = this.newDrift();
     if (drift.length) page.drift = drift;
     if (replaced.size) page.replaced = [...replaced];
+    if (overLimit.length) page.overLimit = overLimit;
     return page;
   }
 
@@ -229,5 +234,9 @@ function tableEncoder(schema: TableSchema, format: EncoderKind, guard: boolean):
 
 /** Where a resource's lone surrogates are counted: its table, and each include's child table. */
 export function surrogateScope(spec: ResourceSpec): SurrogateScope {
-  return { table: spec.name, includes: new Map((spec.children ?? []).map((c) => [c.include, c.table])) };
+  return {
+    table: spec.name,
+    includes: new Map((spec.children ?? []).map((c) => [c.include, c.table])),
+    json: new Set(spec.fields.filter((f) => f.type === 'json' && !f.path.includes('.')).map((f) => f.path)),
+  };
 }

@@ -109,6 +109,19 @@ function sliceColumn(c: ColumnSlice, from: number, to: number): ColumnSlice {
   return columnSlice(c, from, to, a.offset, b.offset, b.values - a.values);
 }
 
+/** Bytes of the longest row of a text chunk (0 for an empty one). */
+export function longestRow(chunk: TextChunk): number {
+  let max = 0;
+  let start = 0;
+  const ends = chunk.ends;
+  for (let i = 0; i < chunk.rows; i++) {
+    const end = ends[i]!;
+    if (end - start > max) max = end - start;
+    start = end;
+  }
+  return max;
+}
+
 /** The ArrayBuffers a chunk's views live in, to transfer them to another thread. */
 export function chunkBuffers(chunk: EncodedChunk): ArrayBuffer[] {
   const views = chunk.kind === 'text' ? [chunk.bytes, chunk.ends] : chunk.columns.flatMap((c) => [c.defs, c.data]);

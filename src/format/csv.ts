@@ -5,7 +5,7 @@ import { declaredColumns, extraJson } from './extra.ts';
 import { endStream, writeChunk } from './write-stream.ts';
 import { TextBytes } from './text-bytes.ts';
 import type { Format, FormatOptions, FormatWriter } from './types.ts';
-import type { EncodedChunk } from './chunk.ts';
+import { longestRow, type EncodedChunk } from './chunk.ts';
 
 /**
  * RFC 4180 CSV: CRLF line ends, a header row of the schema's columns (with `_extra` last), fields
@@ -51,6 +51,7 @@ export function csvEncoder(schema: TableSchema, guard: boolean): { header: strin
 class CsvWriter implements FormatWriter {
   rowsWritten = 0;
   bytesWritten = 0;
+  maxLineBytes = 0;
   private readonly enc: ReturnType<typeof csvEncoder>;
   private headerDone = false;
 
@@ -72,6 +73,7 @@ class CsvWriter implements FormatWriter {
       this.headerDone = true;
     }
     for (const r of rows) text.append(this.enc.line(r));
+    if (text.longest > this.maxLineBytes) this.maxLineBytes = text.longest;
     this.rowsWritten += rows.length;
     const buf = text.take();
     this.sizeHint = Math.ceil(buf.length * 1.25);
@@ -84,9 +86,13 @@ class CsvWriter implements FormatWriter {
     if (chunk.rows === 0) return this.write([]);
     let buf = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
     if (!this.headerDone) {
-      buf = Buffer.concat([Buffer.from(this.enc.header), buf]);
+      const header = Buffer.from(this.enc.header);
+      if (header.length > this.maxLineBytes) this.maxLineBytes = header.length;
+      buf = Buffer.concat([header, buf]);
       this.headerDone = true;
     }
+    const longest = longestRow(chunk);
+    if (longest > this.maxLineBytes) this.maxLineBytes = longest;
     this.rowsWritten += chunk.rows;
     this.bytesWritten += buf.length;
     await writeChunk(this.out, buf);

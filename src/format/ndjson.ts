@@ -6,7 +6,7 @@ import { declaredColumns } from './extra.ts';
 import { endStream, writeChunk } from './write-stream.ts';
 import { TextBytes } from './text-bytes.ts';
 import type { Format, FormatOptions, FormatWriter } from './types.ts';
-import type { EncodedChunk } from './chunk.ts';
+import { longestRow, type EncodedChunk } from './chunk.ts';
 
 /**
  * One JSON object per line: declared columns in schema order (nulls written), then undeclared
@@ -46,6 +46,7 @@ export function ndjsonSerializer(schema: TableSchema): (row: Row) => string {
 class NdjsonWriter implements FormatWriter {
   rowsWritten = 0;
   bytesWritten = 0;
+  maxLineBytes = 0;
   private readonly line: (row: Row) => string;
   private readonly target: Writable;
   private readonly done: Promise<void>;
@@ -75,6 +76,7 @@ class NdjsonWriter implements FormatWriter {
     if (rows.length === 0) return;
     const text = new TextBytes(this.sizeHint);
     for (const r of rows) text.append(this.line(r) + '\n');
+    if (text.longest > this.maxLineBytes) this.maxLineBytes = text.longest;
     const buf = text.take();
     this.sizeHint = Math.ceil(buf.length * 1.25);
     if (this.target === this.out) this.bytesWritten += buf.length;
@@ -85,6 +87,8 @@ class NdjsonWriter implements FormatWriter {
   async writeEncoded(chunk: EncodedChunk): Promise<void> {
     if (chunk.kind !== 'text') throw new Error('ndjson: expected text rows');
     if (chunk.rows === 0) return;
+    const longest = longestRow(chunk);
+    if (longest > this.maxLineBytes) this.maxLineBytes = longest;
     const buf = Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
     if (this.target === this.out) this.bytesWritten += buf.length;
     this.rowsWritten += chunk.rows;

@@ -11,10 +11,15 @@ export class TextBytes {
     this.buf = Buffer.allocUnsafe(Math.max(1024, expectedBytes));
   }
 
+  /** Bytes of the longest text appended. */
+  longest = 0;
+
   append(text: string): void {
     // 3 bytes per UTF-16 unit bounds UTF-8 (a surrogate pair: 4 bytes for 2 units)
     this.reserve(text.length * 3);
-    this.used += this.buf.write(text, this.used);
+    const n = this.buf.write(text, this.used);
+    this.used += n;
+    if (n > this.longest) this.longest = n;
   }
 
   /** The bytes so far; the builder must not be used afterwards (the Buffer is handed over). */

@@ -16,6 +16,12 @@ export interface FormatWriter {
   readonly rowsWritten: number;
   /** Bytes handed to `out` (after compression). */
   readonly bytesWritten: number;
+  /**
+   * Text formats: bytes of the longest line written so far (CSV: record, the header included),
+   * its line end included, before compression. What a loader's line limit must allow
+   * (ManifestFile.max_line_bytes). Absent for formats without lines.
+   */
+  readonly maxLineBytes?: number;
 }
 
 export interface FormatOptions {

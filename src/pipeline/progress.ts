@@ -14,6 +14,7 @@ export type RunEvent =
   | ({ event: 'task_failed' | 'task_skipped' | 'task_interrupted'; code: string; message: string } & Ids)
   | ({ event: 'checkpoint' | 'resumed'; seq: number; pages: number; rows: number } & Ids)
   | ({ event: 'resume_refused' | 'snapshot_incomplete'; reason: string } & Ids)
+  | ({ event: 'value_over_limit'; table: string; column?: string; bytes: number; loader: string; limit_bytes: number } & Ids)
   | { event: 'school_skipped'; school_id: string; code?: string; reason: string }
   | { event: 'scope_masked'; school_id: string; columns: string[] }
   | { event: 'lease_wait'; holder: string }
@@ -35,6 +36,7 @@ export function levelOf(e: RunEvent): LogLevel {
     case 'scope_masked':
     case 'resume_refused':
     case 'snapshot_incomplete':
+    case 'value_over_limit':
     case 'retry':
     case 'lease_wait':
       return 'warn';
@@ -124,6 +126,10 @@ class TtyReporter implements Reporter {
         return this.line(`${e.school_id}: no scope for ${e.columns.join(', ')} (exported as null)`);
       case 'lease_wait':
         return this.line(`waiting for the run holding the destination: ${e.holder}`);
+      case 'value_over_limit':
+        return this.line(
+          `${e.table}${e.column ? `.${e.column}` : ''}: a ${e.column ? 'value' : 'row'} of ${(e.bytes / 2 ** 20).toFixed(1)} MiB was written; ${e.loader} loads at most ${e.limit_bytes / 2 ** 20} MiB (docs/flattening.md, "Loader limits")`,
+        );
       default:
         return; // retries show as a task's stall; checkpoints as its progress; the JSON log has both
     }

@@ -18,6 +18,7 @@ import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
 import { createReporter, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
+import { warnOverLimit } from './loader-warnings.ts';
 import { admitPiece, commitPiece } from './task-commit.ts';
 import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
 import { createPersonalData, type PersonalData } from '../privacy/personal-data.ts';
@@ -268,6 +269,7 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     commit: (piece) => commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name }, piece),
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
+    onOverLimit: (w) => warnOverLimit(run, io.reporter, ids, w),
     signal: run.signal,
     personalData: run.personalData,
   };

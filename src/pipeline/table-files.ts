@@ -113,7 +113,15 @@ export class TableFiles {
     const out: ManifestFile[] = [];
     for (const f of this.done) {
       const { bytes, sha256 } = await f.file.commit();
-      out.push({ table: this.o.schema.name, path: f.path, rows: f.writer.rowsWritten, bytes, sha256 });
+      const longest = f.writer.maxLineBytes;
+      out.push({
+        table: this.o.schema.name,
+        path: f.path,
+        rows: f.writer.rowsWritten,
+        bytes,
+        sha256,
+        ...(longest ? { max_line_bytes: longest } : {}),
+      });
     }
     this.done = [];
     return out;

@@ -7,7 +7,7 @@ import type { Sink } from '../sink/types.ts';
 import type { Row, TableSchema } from '../table.ts';
 import type { PageResult } from '../encode/page-work.ts';
 import { surrogateScope } from '../encode/page-encoder.ts';
-import { countsRecord, replaceLoneSurrogates } from '../decode/index.ts';
+import { countsRecord, replaceLoneSurrogates, valuesOverLimits, type OverLimit } from '../decode/index.ts';
 import { TableFiles } from './table-files.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
 
@@ -35,6 +35,8 @@ export interface TaskOutputOptions {
   collectKeys: boolean;
   /** The run's personal-data policy: applied to each table's rows after flattening, before writing. */
   personalData?: PersonalData;
+  /** A value (or row) too large for a documented loader was written (decode/loader-limits.ts). */
+  onOverLimit?: (w: OverLimit) => void;
 }
 
 /** What was committed since the previous commit of the same task (one manifest entry). */
@@ -79,7 +81,13 @@ export class TaskOutput {
   }
 
   async writeRecords(records: readonly unknown[]): Promise<void> {
-    replaceLoneSurrogates(records, surrogateScope(this.o.spec), this.replaced);
+    const scope = surrogateScope(this.o.spec);
+    replaceLoneSurrogates(records, scope, this.replaced);
+    if (this.o.onOverLimit) {
+      const over: OverLimit[] = [];
+      valuesOverLimits(records, scope, over);
+      for (const w of over) this.o.onOverLimit(w);
+    }
     const tables = this.flattener.flattenBatch(records, this.ctx);
     // Before anything is written or collected: files, manifest deletions and snapshot keys all
     // hold the values as the policy leaves them (docs/personal-data.md).
@@ -101,6 +109,7 @@ export class TaskOutput {
     for (const { table, chunk } of page.tables) await this.filesFor(table).writeEncoded(chunk);
     if (this.keys && page.keys) for (const k of page.keys) this.keys.add(k);
     for (const [table, n] of page.replaced ?? []) this.replaced.set(table, (this.replaced.get(table) ?? 0) + n);
+    for (const w of page.overLimit ?? []) this.o.onOverLimit?.(w);
     for (const [table, names] of page.drift ?? []) {
       let set = this.encodedDrift.get(table);
       if (!set) this.encodedDrift.set(table, (set = new Set()));

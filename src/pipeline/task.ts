@@ -12,6 +12,7 @@ import type { ApiClient } from '../source/client.ts';
 import { rowKeyOf } from '../source/row-key.ts';
 import type { Sink } from '../sink/types.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
+import type { OverLimit } from '../decode/index.ts';
 import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
@@ -87,6 +88,8 @@ export interface TaskEnv {
   signal?: AbortSignal;
   /** The run's personal-data policy (docs/personal-data.md). */
   personalData?: PersonalData;
+  /** A value too large for a documented loader was written (warned once per table per run). */
+  onOverLimit?: (w: OverLimit) => void;
 }
 
 export interface TaskResult {

@@ -1,4 +1,4 @@
-import { inheritClean } from '../decode/index.ts';
+import { inheritMarks } from '../decode/index.ts';
 import { convertDatetime } from '../flatten/index.ts';
 import { naiveUtc } from '../manifest/state.ts';
 
@@ -181,7 +181,7 @@ export class WindowDedupe {
       if (id !== undefined && this.nearBoundary(r)) this.seen.add(id);
       out.push(r);
     }
-    inheritClean(records, out); // a page with no surrogate escape needs no walk, whatever was dropped
+    inheritMarks(records, out); // what the decoder knew of the page holds for what is kept of it
     return out;
   }
 
