@@ -11,10 +11,10 @@
 // - `postpack` (`node bin/prepare.js --postpack`): removes that npm-shrinkwrap.json again.
 // - In an installed package (dist/ shipped, no src/) there is nothing to build.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const forPack = process.argv.includes('--pack');
@@ -48,4 +48,8 @@ const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.jso
 if (r.status !== 0) {
   console.error(`school-export: building dist/ failed${forPack ? '' : '; the command will run from src/ through tsx'}`);
   if (forPack) process.exit(1);
+} else {
+  // the pipeline file's validator as code (src/config/validator-code.ts): no ajv compile at each start
+  const { validatorModule } = await import(pathToFileURL(join(root, 'dist/config/validator-code.js')).href);
+  writeFileSync(join(root, 'dist/config/pipeline-validate.cjs'), validatorModule(readFileSync(join(root, 'schema/pipeline.schema.json'), 'utf8')));
 }

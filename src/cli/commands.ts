@@ -73,6 +73,7 @@ export async function buildCli(argv: string[]): Promise<Argv> {
     const mod = c.name === wanted ? await c.load() : { command: c.usage, describe: c.describe, handler: () => {} };
     cli = cli.command({ ...mod, describe: c.describe } as CommandModule);
   }
+  if (!argv.includes('--help') && !argv.includes('-h')) skipHelpCache(cli);
   return cli
     .demandCommand(1, 'name a command, e.g. school-export run')
     .strict()
@@ -89,4 +90,17 @@ export async function buildCli(argv: string[]): Promise<Argv> {
 
 export function exitCodeFor(e: unknown): number {
   return e instanceof ExportError && CONFIG_CODES.has(e.code) ? 2 : 1;
+}
+
+/**
+ * yargs renders a command's whole help text (cliui, wrap-ansi, string-width) as it starts the
+ * command's handler, in case the handler later asks for it: about a tenth of a small run's start.
+ * Ours never does (failures print one line and point at --help), so unless help was asked for,
+ * that rendering is skipped (the Angular CLI does the same, angular/angular-cli#34087).
+ */
+function skipHelpCache(cli: Argv): void {
+  const internal = (cli as unknown as { getInternalMethods?: () => { getUsageInstance?: () => { cacheHelpMessage?: () => void } } })
+    .getInternalMethods?.()
+    .getUsageInstance?.();
+  if (internal && typeof internal.cacheHelpMessage === 'function') internal.cacheHelpMessage = () => {};
 }

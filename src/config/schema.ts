@@ -4,6 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigError } from '../errors.ts';
+import { AJV_OPTIONS, schemaDigest } from './validator-code.ts';
 import type { FormatName, ParquetWriterName } from '../format/index.ts';
 import type { PersonalDataConfig } from '../privacy/config.ts';
 
@@ -108,14 +109,29 @@ export function pipelineSchema(): SchemaNode & { properties: Record<string, Sche
 
 function load(): NonNullable<typeof loaded> {
   if (loaded) return loaded;
-  const schema = JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as SchemaNode & { properties: Record<string, SchemaNode> };
+  const text = readFileSync(SCHEMA_PATH, 'utf8');
+  const schema = JSON.parse(text) as SchemaNode & { properties: Record<string, SchemaNode> };
+  loaded = { schema, validate: generatedValidator(text) ?? compileValidator(schema) };
+  return loaded;
+}
+
+/** The validator bin/prepare.js generated beside the compiled code, when made from this very schema text. */
+function generatedValidator(text: string): ValidateFunction | undefined {
+  try {
+    const validate = createRequire(import.meta.url)('./pipeline-validate.cjs') as ValidateFunction & { schemaSha256?: string };
+    return validate.schemaSha256 === schemaDigest(text) ? validate : undefined;
+  } catch {
+    return undefined; // running from src/, or a build without it
+  }
+}
+
+function compileValidator(schema: object): ValidateFunction {
   // verbose: errors carry the failing sub-schema, from which the one-line message is phrased
   // loaded on first validation, not at import: `--help` and `--version` never pay for it
   const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
-  const ajv = new Ajv({ verbose: true, allErrors: false });
+  const ajv = new Ajv(AJV_OPTIONS);
   ajv.addKeyword('x-expected'); // our phrase for a pattern, for error messages only
-  loaded = { schema, validate: ajv.compile(schema) };
-  return loaded;
+  return ajv.compile(schema);
 }
 
 /** What a schema node accepts, in words: "an integer from 1 to 100000", "one of ndjson, csv, parquet". */

@@ -1,5 +1,5 @@
 import { civilMs, digits } from '../time/civil.ts';
-import { localToUtc } from './zones.ts';
+import { hourEntry, localToUtc, zoneLocalToUtc, zoneOf, type Zone } from './zones.ts';
 
 /**
  * The API's datetime object {date: 'YYYY-MM-DD HH:MM:SS.ffffff', timezone_type: 3, timezone}
@@ -42,7 +42,8 @@ function toIso(utcMs: number, fraction: string): string {
 
 /** Wall time as if UTC; NaN for impossible fields (Date.UTC would roll 02-31 into March). */
 function wallMs(m: RegExpExecArray): number {
-  const t = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0));
+  let t = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0));
+  if (Number(m[1]) < 100) t = new Date(t).setUTCFullYear(Number(m[1])); // Date.UTC reads years 0-99 as 1900-1999
   const d = new Date(t);
   const ok =
     d.getUTCDate() === Number(m[3]) &&
@@ -77,14 +78,9 @@ export function convertDatetime(v: unknown): DatetimeValue {
   if (typeof v === 'object' && !Array.isArray(v)) {
     const o = v as { date?: unknown; timezone?: unknown };
     if (o.date === null || o.date === undefined) return { instant: null, timezone: null };
+    // the API's one layout, 'YYYY-MM-DD HH:MM:SS.ffffff', the way the generated serialisers read it
+    if (readApiDatetime(v)) return { instant: apiDatetimeIso(), timezone: apiDatetime.zone };
     const tz = typeof o.timezone === 'string' && o.timezone !== '' ? o.timezone : 'UTC';
-    if (typeof o.date === 'string' && o.date.length === 26 && o.date.charCodeAt(10) === 32 && o.date.charCodeAt(19) === 46) {
-      // the API's one layout, 'YYYY-MM-DD HH:MM:SS.ffffff', without a regular expression
-      const local = civilMs(o.date);
-      const utc = local === local ? localToUtc(local, tz) : undefined;
-      const frac = o.date.slice(20);
-      if (utc !== undefined && !Number.isNaN(digits(frac, 0, 6))) return { instant: toIso(utc, frac), timezone: tz };
-    }
     const m = typeof o.date === 'string' ? DATE_RE.exec(o.date) : null;
     const local = m ? wallMs(m) : NaN;
     const utc = Number.isNaN(local) ? undefined : localToUtc(local, tz);
@@ -95,38 +91,79 @@ export function convertDatetime(v: unknown): DatetimeValue {
 }
 
 /**
- * The API's one datetime layout, read without allocating: fills `apiDatetime` and returns true for
- * {date: 'YYYY-MM-DD HH:MM:SS.ffffff', timezone} in a known zone (exactly the values
- * convertDatetime converts on its fast branch, with the same result); false for anything else,
- * which callers then hand to convertDatetime. Generated serialisers call this per value.
+ * The API's one datetime layout, read without allocating anything but the ISO text: fills
+ * `apiDatetime` and returns true for {date: 'YYYY-MM-DD HH:MM:SS.ffffff', timezone} in a known
+ * zone; false for anything else, which callers hand to convertDatetime's general path. Generated
+ * serialisers call this per value, so the common case is: the digits, one cache lookup for the
+ * (zone, local hour), and (for NDJSON and CSV) one concatenation. Hours near a daylight-saving
+ * change are converted exactly, per value (zones.ts).
  */
-export const apiDatetime = { utcMs: 0, fraction: '', zone: '' };
+export const apiDatetime = {
+  utcMs: 0,
+  /** microseconds within the second */
+  micros: 0,
+  zone: '',
+  /** set when the ISO text is the hour's prefix + the wall time's 'MM:SS.ffffff' (whole-hour offsets) */
+  prefix: null as string | null,
+  date: '',
+};
+
+let lastZoneName = '';
+let lastZone: Zone | null = null;
 
 export function readApiDatetime(v: unknown): boolean {
   if (typeof v !== 'object' || v === null) return false;
   const o = v as { date?: unknown; timezone?: unknown };
   const date = o.date;
-  if (typeof date !== 'string' || date.length !== 26 || date.charCodeAt(10) !== 32 || date.charCodeAt(19) !== 46) return false;
-  const zone = typeof o.timezone === 'string' && o.timezone !== '' ? o.timezone : 'UTC';
-  const local = civilMs(date);
-  if (local !== local) return false;
-  const utc = localToUtc(local, zone);
-  const fraction = date.slice(20);
-  if (utc === undefined || Number.isNaN(digits(fraction, 0, 6))) return false;
-  apiDatetime.utcMs = utc;
-  apiDatetime.fraction = fraction;
+  if (typeof date !== 'string' || date.length !== 26) return false;
+  if (date.charCodeAt(4) !== 45 || date.charCodeAt(7) !== 45 || date.charCodeAt(10) !== 32) return false;
+  if (date.charCodeAt(13) !== 58 || date.charCodeAt(16) !== 58 || date.charCodeAt(19) !== 46) return false;
+  const tz = o.timezone;
+  const zone = typeof tz === 'string' && tz !== '' ? tz : 'UTC';
+  let z: Zone | null;
+  if (zone === lastZoneName) z = lastZone;
+  else {
+    z = zoneOf(zone);
+    lastZoneName = zone;
+    lastZone = z;
+  }
+  if (z === null) return false;
+  const y = digits(date, 0, 4);
+  const mo = digits(date, 5, 7);
+  const d = digits(date, 8, 10);
+  const h = digits(date, 11, 13);
+  const mi = digits(date, 14, 16);
+  const se = digits(date, 17, 19);
+  const us = digits(date, 20, 26);
+  // NaN (a non-digit) fails every comparison
+  if (!(mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 && mi <= 59 && se <= 59 && us >= 0)) return false;
+  const e = hourEntry(z, y, mo, d, h);
+  if (e !== null) {
+    apiDatetime.utcMs = e.utcStart + mi * 60_000 + se * 1000;
+    apiDatetime.prefix = e.isoPrefix;
+  } else {
+    // near a transition (or an impossible date): exact, per value
+    const local = civilMs(date);
+    if (local !== local) return false;
+    apiDatetime.utcMs = zoneLocalToUtc(z, local);
+    apiDatetime.prefix = null;
+  }
+  apiDatetime.micros = us;
   apiDatetime.zone = zone;
+  apiDatetime.date = date;
   return true;
 }
 
 /** The instant read by readApiDatetime as our ISO text ('YYYY-MM-DDTHH:MM:SS.ffffffZ'). */
 export function apiDatetimeIso(): string {
-  return toIso(apiDatetime.utcMs, apiDatetime.fraction);
+  const a = apiDatetime;
+  if (a.prefix !== null) return a.prefix + a.date.slice(14) + 'Z'; // minutes, seconds and fraction as shown
+  return toIso(a.utcMs, a.date.slice(20));
 }
 
 /** The instant read by readApiDatetime in microseconds since the epoch (no text round trip). */
 export function apiDatetimeMicros(): number {
-  return apiDatetime.utcMs * 1000 + digits(apiDatetime.fraction, 0, 6);
+  return apiDatetime.utcMs * 1000 + apiDatetime.micros;
 }
 
 /** True for the API's datetime object shape (used to recognise undeclared datetimes). */

@@ -1,7 +1,10 @@
 /**
- * UTC offsets of IANA zones, computed with Intl once per (zone, year) and then looked up by
- * binary search: no Intl call per row. A year's table holds the offset at its start and each
- * transition (the exact second, found by bisection), so DST edges are exact, not bucketed.
+ * UTC offsets of IANA zones, computed with Intl once per (zone, year) and then looked up: no Intl
+ * call per row. A year's table holds the offset at its start and each transition (the exact
+ * second, found by bisection), so DST edges are exact, not bucketed. On top of it, each local
+ * hour a run meets is resolved once per zone (hourEntry): an hour with no transition within a day
+ * of it converts every wall time in it by one subtraction; an hour near a transition (a gap, a
+ * fold) takes the exact per-value path (localToUtc).
  */
 
 const DAY = 86_400_000;
@@ -15,41 +18,75 @@ interface YearTable {
   offsets: number[]; // offset in effect from at[i]
 }
 
-interface Zone {
+/** One local hour of a zone, resolved: every wall time in it is `utc = local - offset`. */
+export interface HourEntry {
+  /** UTC ms of the hour's first wall time (local hour start - offset) */
+  utcStart: number;
+  /** 'YYYY-MM-DDTHH:' of utcStart when the offset is whole hours (minutes and seconds carry over), else null */
+  isoPrefix: string | null;
+}
+
+export interface Zone {
+  name: string;
   fmt: Intl.DateTimeFormat | null; // null: a fixed offset such as +05:30 or UTC
+  /** true: fmt formats only the offset ('GMT+11:00'); false: the full wall time (formatToParts) */
+  offsetOnly: boolean;
   fixed: number;
   years: Map<number, YearTable>;
   last: YearTable | null; // most rows of a page fall in one year: skip the map lookup
-  /** local hour -> offset, only for hours more than a day away from any transition */
-  hours: Map<number, number>;
+  /** local hour key (hourKey) -> its entry, or null for an hour near a transition or not a real date */
+  hours: Map<number, HourEntry | null>;
 }
 
 const zones = new Map<string, Zone | null>();
 const FIXED_RE = /^([+-])(\d{2}):?(\d{2})$/;
 
-function zoneOf(name: string): Zone | null {
+const fixedZone = (name: string, fixed: number): Zone => ({
+  name,
+  fmt: null,
+  offsetOnly: false,
+  fixed,
+  years: new Map(),
+  last: null,
+  hours: new Map(),
+});
+
+/** An Intl formatter of the zone's UTC offset alone ('GMT+11:00', 'GMT-00:01:15'), else of its full wall time. */
+function formatterOf(name: string): { fmt: Intl.DateTimeFormat; offsetOnly: boolean } {
+  const full = new Intl.DateTimeFormat('en-US', {
+    timeZone: name,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+    era: 'short',
+  }); // throws for a zone Intl does not know
+  try {
+    // a fifth of the cost of formatToParts per call, and exact to the second (historic LMT offsets too)
+    const fmt = new Intl.DateTimeFormat('en-US', { timeZone: name, timeZoneName: 'longOffset' });
+    if (/GMT([+-]\d\d:\d\d(:\d\d)?)?$/.test(fmt.format(0))) return { fmt, offsetOnly: true };
+  } catch {
+    // an ICU without 'longOffset': the full wall time then
+  }
+  return { fmt: full, offsetOnly: false };
+}
+
+export function zoneOf(name: string): Zone | null {
   let z = zones.get(name);
   if (z !== undefined) return z;
   const m = FIXED_RE.exec(name);
   if (name === 'UTC' || name === 'Z' || name === 'Etc/UTC' || name === 'GMT') {
-    z = { fmt: null, fixed: 0, years: new Map(), last: null, hours: new Map() };
+    z = fixedZone(name, 0);
   } else if (m) {
     const ms = (Number(m[2]) * 60 + Number(m[3])) * 60_000;
-    z = { fmt: null, fixed: m[1] === '-' ? -ms : ms, years: new Map(), last: null, hours: new Map() };
+    z = fixedZone(name, m[1] === '-' ? -ms : ms);
   } else {
     try {
-      const fmt = new Intl.DateTimeFormat('en-US', {
-        timeZone: name,
-        hourCycle: 'h23',
-        year: 'numeric',
-        month: 'numeric',
-        day: 'numeric',
-        hour: 'numeric',
-        minute: 'numeric',
-        second: 'numeric',
-        era: 'short',
-      });
-      z = { fmt, fixed: 0, years: new Map(), last: null, hours: new Map() };
+      const { fmt, offsetOnly } = formatterOf(name);
+      z = { name, fmt, offsetOnly, fixed: 0, years: new Map(), last: null, hours: new Map() };
     } catch {
       z = null; // unknown zone name: the caller keeps the raw value instead of guessing
     }
@@ -59,8 +96,19 @@ function zoneOf(name: string): Zone | null {
 }
 
 /** The slow, exact offset from Intl (whole seconds). Only used to build year tables. */
-function intlOffset(fmt: Intl.DateTimeFormat, t: number): number {
+function intlOffset(z: Zone, t: number): number {
   const s = Math.floor(t / 1000) * 1000;
+  const fmt = z.fmt!;
+  if (z.offsetOnly) {
+    const text = fmt.format(s);
+    const at = text.lastIndexOf('GMT');
+    if (at + 3 === text.length) return 0;
+    const sign = text.charCodeAt(at + 3) === 45 /* - */ ? -1 : 1;
+    const h = Number(text.slice(at + 4, at + 6));
+    const m = Number(text.slice(at + 7, at + 9));
+    const sec = text.length > at + 9 ? Number(text.slice(at + 10, at + 12)) : 0;
+    return sign * ((h * 60 + m) * 60 + sec) * 1000;
+  }
   const p: Record<string, string> = {};
   for (const part of fmt.formatToParts(s)) p[part.type] = part.value;
   let year = Number(p.year);
@@ -69,23 +117,23 @@ function intlOffset(fmt: Intl.DateTimeFormat, t: number): number {
   return local - s;
 }
 
-function buildYear(fmt: Intl.DateTimeFormat, year: number): YearTable {
+function buildYear(z: Zone, year: number): YearTable {
   // Cover a little more than the year so lookups near its edges need no neighbour table.
   const start = Date.UTC(year, 0, 1) - 2 * DAY;
   const end = Date.UTC(year + 1, 0, 1) + 2 * DAY;
-  const offset0 = intlOffset(fmt, start);
+  const offset0 = intlOffset(z, start);
   const at: number[] = [];
   const offsets: number[] = [];
   let prevT = start;
   let prev = offset0;
   for (let t = start + DAY / 2; t <= end; t += DAY / 2) {
-    const o = intlOffset(fmt, t);
+    const o = intlOffset(z, t);
     if (o !== prev) {
       let lo = prevT; // offset(lo) === prev, offset(hi) === o
       let hi = t;
       while (hi - lo > 1000) {
         const mid = lo + Math.floor((hi - lo) / 2000) * 1000;
-        if (intlOffset(fmt, mid) === prev) lo = mid;
+        if (intlOffset(z, mid) === prev) lo = mid;
         else hi = mid;
       }
       at.push(hi);
@@ -103,7 +151,7 @@ function tableFor(z: Zone, t: number): YearTable {
   const year = new Date(t).getUTCFullYear();
   let y = z.years.get(year);
   if (!y) {
-    y = buildYear(z.fmt!, year);
+    y = buildYear(z, year);
     z.years.set(year, y);
   }
   z.last = y;
@@ -135,20 +183,17 @@ export function isKnownZone(name: string): boolean {
 export function localToUtc(local: number, name: string): number | undefined {
   const z = zoneOf(name);
   if (!z) return undefined;
+  return zoneLocalToUtc(z, local);
+}
+
+/** localToUtc for a zone already looked up: exact, per value. */
+export function zoneLocalToUtc(z: Zone, local: number): number {
   if (!z.fmt) return local - z.fixed;
-  const hour = Math.floor(local / HOUR);
-  const known = z.hours.get(hour);
-  if (known !== undefined) return local - known;
   const before = offsetAt(z, local - DAY);
   const after = offsetAt(z, local + DAY);
   const tBefore = local - before;
   const okBefore = offsetAt(z, tBefore) === before;
-  if (before === after && okBefore) {
-    // No transition within a day of this hour: every local time in it has this offset.
-    if (z.hours.size >= 200_000) z.hours.clear();
-    z.hours.set(hour, before);
-    return tBefore;
-  }
+  if (before === after && okBefore) return tBefore;
   if (before === after) return local - offsetAt(z, tBefore);
   const tAfter = local - after;
   const okAfter = offsetAt(z, tAfter) === after;
@@ -156,4 +201,50 @@ export function localToUtc(local: number, name: string): number | undefined {
   if (okBefore) return tBefore;
   if (okAfter) return tAfter;
   return tBefore; // gap: the pre-transition offset pushes the time forward by the gap
+}
+
+/** Whether any transition of the zone falls in [a, b] (UTC ms; b - a well under a year). */
+function transitionIn(z: Zone, a: number, b: number): boolean {
+  for (const t of [a, b]) {
+    const y = tableFor(z, t);
+    for (let i = 0; i < y.at.length; i++) if (y.at[i]! >= a && y.at[i]! <= b) return true;
+  }
+  return false;
+}
+
+/** The key of a local hour in hourEntry's cache: injective over valid fields, no Date needed. */
+export const hourKey = (y: number, mo: number, d: number, h: number): number => ((y * 100 + mo) * 100 + d) * 100 + h;
+
+const MAX_ZONE_OFFSET = 26 * HOUR; // wider than any offset there is (+14:00 .. -12:00)
+
+/**
+ * The local hour y-mo-d h of zone z resolved once: its UTC start when no transition comes within
+ * a day of it (then every wall time in it has one offset, and the answer equals zoneLocalToUtc's),
+ * else null: such an hour, or an impossible date (2024-02-31), takes the exact per-value path.
+ */
+export function hourEntry(z: Zone, y: number, mo: number, d: number, h: number): HourEntry | null {
+  const key = hourKey(y, mo, d, h);
+  let e = z.hours.get(key);
+  if (e !== undefined) return e;
+  e = resolveHour(z, y, mo, d, h);
+  if (z.hours.size >= 200_000) z.hours.clear(); // bounded: a run meets a few thousand hours per zone
+  z.hours.set(key, e);
+  return e;
+}
+
+function resolveHour(z: Zone, y: number, mo: number, d: number, h: number): HourEntry | null {
+  const at = new Date(0);
+  at.setUTCFullYear(y, mo - 1, d); // years below 100 stay themselves (Date.UTC would add 1900)
+  at.setUTCHours(h, 0, 0, 0);
+  if (at.getUTCDate() !== d || at.getUTCMonth() !== mo - 1) return null; // 2024-02-31 is not rolled into March
+  const local = at.getTime();
+  let offset: number;
+  if (!z.fmt) offset = z.fixed;
+  else {
+    if (transitionIn(z, local - DAY - MAX_ZONE_OFFSET, local + HOUR + DAY + MAX_ZONE_OFFSET)) return null;
+    offset = offsetAt(z, local - DAY);
+  }
+  const utcStart = local - offset;
+  const isoPrefix = offset % HOUR === 0 && utcStart >= -62_135_596_800_000 ? new Date(utcStart).toISOString().slice(0, 14) : null;
+  return { utcStart, isoPrefix };
 }

@@ -1,4 +1,5 @@
-import { Pool } from 'undici';
+import { createRequire } from 'node:module';
+import type { Dispatcher, Pool as PoolType } from 'undici';
 import type { Readable } from 'node:stream';
 import { constants, gunzipSync } from 'node:zlib';
 import { ExportError } from '../errors.ts';
@@ -16,12 +17,22 @@ export interface RawRequest {
   signal?: AbortSignal;
 }
 
+// undici's index also loads fetch, WebSocket, caches, mocks and proxies, about two thirds of its
+// load time and none of it used here: the Pool class and its request() alone (undici has no
+// exports map, so these paths are as public as its index; test/source covers them).
+const requireHere = createRequire(import.meta.url);
+const Pool = requireHere('undici/lib/dispatcher/pool.js') as typeof PoolType;
+const poolRequest = requireHere('undici/lib/api/api-request.js') as (
+  this: Dispatcher,
+  opts: Dispatcher.RequestOptions,
+) => Promise<Dispatcher.ResponseData>;
+
 /** One keep-alive undici Pool per origin, so pages of the same domain reuse their connections. */
 export class Pools {
-  private readonly pools = new Map<string, Pool>();
+  private readonly pools = new Map<string, PoolType>();
   constructor(private readonly connections: number) {}
 
-  private pool(origin: string): Pool {
+  private pool(origin: string): PoolType {
     let p = this.pools.get(origin);
     if (p === undefined) {
       p = new Pool(origin, { connections: this.connections, pipelining: 1 });
@@ -31,7 +42,7 @@ export class Pools {
   }
 
   async request(url: URL, req: RawRequest): Promise<RawResponse> {
-    const res = await this.pool(url.origin).request({
+    const res = await poolRequest.call(this.pool(url.origin), {
       path: `${url.pathname}${url.search}`,
       method: req.method,
       headers: req.headers,

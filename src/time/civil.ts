@@ -34,6 +34,7 @@ export function civilMs(s: string): number {
   let start = hourStart.get(key);
   if (start === undefined) {
     start = Date.UTC(y, mo - 1, d, h);
+    if (y < 100) start = new Date(start).setUTCFullYear(y); // Date.UTC reads years 0-99 as 1900-1999
     // Date.UTC rolls 2024-02-31 over into March: refuse instead of inventing a date
     if (new Date(start).getUTCDate() !== d) return NaN;
     if (hourStart.size >= 200_000) hourStart.clear();

@@ -63,6 +63,31 @@ describe('datetime objects -> UTC instant + zone', () => {
     }
   });
 
+  it('converts the API layout through its per-hour cache exactly as the per-value path does, gaps and folds included', () => {
+    const zones = [
+      'Europe/London',
+      'Australia/Sydney',
+      'Australia/Lord_Howe',
+      'Asia/Kolkata',
+      'Asia/Kathmandu',
+      'America/St_Johns',
+      'UTC',
+      '+05:30',
+    ];
+    const text = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace('T', ' ') + '.123456';
+    for (const zone of zones) {
+      // wall times every 23 minutes over two years: whatever the zone, through its changes
+      for (let wall = Date.UTC(2023, 0, 1); wall < Date.UTC(2025, 0, 1); wall += 23 * 60_000) {
+        const exact = localToUtc(wall, zone)!;
+        const want = new Date(exact).toISOString().slice(0, 19) + '.123456Z';
+        expect(conv(text(wall), zone), `${text(wall)} ${zone}`).toEqual({ instant: want, timezone: zone });
+      }
+    }
+    // a historic offset with seconds (Monrovia's -00:44:30 until 1972), and a year below 100
+    expect(conv('1960-06-01 12:00:00.000000', 'Africa/Monrovia').instant).toBe('1960-06-01T12:44:30.000000Z');
+    expect(conv('0050-06-01 12:00:00.000000', 'UTC').instant).toBe('0050-06-01T12:00:00.000000Z');
+  });
+
   it('keeps the raw value when the zone is unknown or the date unreadable', () => {
     const bad = { date: '2024-01-01 00:00:00.000000', timezone_type: 3, timezone: 'Mars/Olympus' };
     expect(convertDatetime(bad)).toEqual({ instant: null, timezone: 'Mars/Olympus', raw: bad });
