@@ -153,7 +153,13 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .option('parquet-writer', { choices: PARQUET_WRITERS, describe: h('parquet_writer', 'Parquet encoder', 'builtin') })
       .option(
         'workers',
-        integerOption(h('workers', "worker threads for each page's gunzip, parse and encoding; 0 = main thread only", 'one per CPU')),
+        integerOption(
+          h(
+            'workers',
+            "the most worker threads for each page's gunzip, parse and encoding, started once the main thread is busy; 0 = main thread only",
+            'CPUs - 1, at least 1',
+          ),
+        ),
       )
       .option('max-file-rows', integerOption(h('max_file_rows', 'roll over to a new file after this many rows', DEFAULTS.maxFileRows)))
       .option('max-file-bytes', integerOption(h('max_file_bytes', 'roll over to a new file after this many bytes', DEFAULTS.maxFileBytes)))

@@ -1,10 +1,15 @@
 /**
- * Where pages' CPU work runs: a pool of worker threads (the default, sized from the CPUs), or the
- * main thread (`--workers 0`, for debugging), behind one interface so the pipeline does not care.
+ * Where pages' CPU work runs: this thread, or worker threads once this thread is the bottleneck,
+ * behind one interface so the pipeline does not care.
+ *  - A pool never makes a run slower: pages are encoded on this thread (no thread start, no copy,
+ *    no second JIT warm-up) until this thread's busy share (event-loop utilisation, measured over
+ *    windows of BUSY_WINDOW_MS) reaches `busyShare`; only then do threads start, at most
+ *    `workers` of them, and take every later page. A run bound by the API's latency, or a night
+ *    of small tasks, starts none. `--workers 0` never starts one.
  *  - Pages go to a worker as transferable buffers and come back as encoded bytes, never as row
- *    objects; each task is pinned to one worker (its drift and memo live there), so a task's
- *    pages are encoded, and answered, in order. A task's first page, when small, is encoded on
- *    this thread and a later page binds it to a worker, so a run of small tasks starts no thread.
+ *    objects; each task is pinned to one worker once it has one (its drift and memo live there),
+ *    so a task's pages are encoded, and answered, in order. Pages of a task encoded here before
+ *    carry their drift with them, so a task may mix both.
  *  - Pages in flight are bounded (submit() waits for a slot), so memory stays flat whatever the
  *    number of tasks; worker heaps are capped explicitly.
  *  - A page's meta (the next cursor) is answered right after JSON.parse, before its rows are
@@ -65,23 +70,50 @@ export interface EncodingOptions {
   maxPagesInFlight?: number;
   /** old-generation heap cap per worker, MB (default 64) */
   workerHeapMb?: number;
+  /** young-generation size per worker, MB (default 8) */
+  workerYoungMb?: number;
+  /** this thread's busy share (0..1) at which threads start (default DEFAULT_BUSY_SHARE) */
+  busyShare?: number;
+  /**
+   * This thread's busy share over the last completed window, or undefined while the window runs
+   * (default: event-loop utilisation over windows of BUSY_WINDOW_MS). Tests inject one.
+   */
+  busy?: () => number | undefined;
 }
 
-/** The default pool size: one worker per CPU the process may use. */
+/** Threads start when this thread was busy at least this share of the last window. */
+export const DEFAULT_BUSY_SHARE = 0.75;
+export const BUSY_WINDOW_MS = 200;
+
+/**
+ * The most worker threads by default: one per CPU beside this thread's, at least one. This
+ * thread keeps HTTP, files and checksums busy; on a 2-core machine a second worker competed with
+ * it for the cores (measured in bench/: `--workers 1` against 2).
+ */
 export function defaultWorkers(): number {
-  return availableParallelism();
+  return Math.max(1, availableParallelism() - 1);
+}
+
+/** This thread's event-loop utilisation over windows of `windowMs`: undefined until a window is complete. */
+export function busyMeter(windowMs = BUSY_WINDOW_MS): () => number | undefined {
+  let mark = performance.eventLoopUtilization();
+  let at = performance.now();
+  let last: number | undefined;
+  return () => {
+    const now = performance.now();
+    if (now - at >= windowMs) {
+      const next = performance.eventLoopUtilization();
+      last = performance.eventLoopUtilization(next, mark).utilization;
+      mark = next;
+      at = now;
+    }
+    return last;
+  };
 }
 
 export function createEncoding(o: EncodingOptions): Encoding {
   return o.workers > 0 ? new WorkerPool(o) : new InThread();
 }
-
-/**
- * The largest first page (compressed bytes) encoded on this thread: a page of a few hundred rows
- * costs less here than a thread start (~40-80 ms of CPU), while full pages parsed here grew this
- * thread's heap by 15-30 MB of peak RSS (measured), a price every full run would pay.
- */
-const FIRST_PAGE_HERE_BYTES = 64 * 1024;
 
 const observed = <T>(p: Promise<T>): Promise<T> => {
   p.catch(() => undefined); // awaited by the caller when it needs it; never unhandled meanwhile
@@ -148,11 +180,11 @@ class Deferred<T> {
 }
 
 /** Starts a worker running encode/worker: the compiled .js, or the .ts sources through tsx's loader. */
-function startWorker(heapMb: number): Worker {
+function startWorker(heapMb: number, youngMb: number): Worker {
   // A small young generation: a page's parsed records live only until they are encoded, and a
   // large young generation was what made worker RSS grow (measured: 16 MB -> 8 MB young saved
   // 10-20 MB RSS per export at no cost in time).
-  const resourceLimits = { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: 8 };
+  const resourceLimits = { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: youngMb };
   const here = import.meta.url;
   if (!here.endsWith('.ts')) return new Worker(new URL('./worker.js', here), { resourceLimits });
   // tsx's ESM entry (its package exports map gives require() the .cjs twin, beside it)
@@ -173,8 +205,8 @@ class PoolWorker {
   readonly closing = new Map<number, Deferred<Map<string, Set<string>>>>();
   failure: Error | undefined;
 
-  constructor(heapMb: number, onSettled: () => void) {
-    this.worker = startWorker(heapMb);
+  constructor(heapMb: number, youngMb: number, onSettled: () => void) {
+    this.worker = startWorker(heapMb, youngMb);
     this.worker.on('message', (m: FromWorker) => {
       if (m.t === 'closed') {
         const d = this.closing.get(m.task);
@@ -221,6 +253,11 @@ class WorkerPool implements Encoding {
   private pool: PoolWorker[] = [];
   private readonly max: number;
   private readonly heapMb: number;
+  private readonly youngMb: number;
+  private readonly busyShare: number;
+  private readonly busy: () => number | undefined;
+  /** set once this thread was found to be the bottleneck: from then on pages go to threads */
+  private offloading = false;
   private readonly settled: () => void;
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
@@ -231,6 +268,9 @@ class WorkerPool implements Encoding {
     this.workers = o.workers;
     this.max = Math.max(1, o.maxPagesInFlight ?? 2 * o.workers);
     this.heapMb = o.workerHeapMb ?? 64;
+    this.youngMb = o.workerYoungMb ?? 8;
+    this.busyShare = o.busyShare ?? DEFAULT_BUSY_SHARE;
+    this.busy = o.busy ?? busyMeter();
     this.settled = () => {
       this.inFlight--;
       this.waiting.shift()?.();
@@ -258,7 +298,7 @@ class WorkerPool implements Encoding {
     this.pool = this.pool.filter((x) => !x.failure);
     // a thread starts when a task finds none idle: a run of one school's table starts one
     if (this.pool.length < this.workers && !this.pool.some((x) => x.tasks === 0)) {
-      this.pool.push(new PoolWorker(this.heapMb, this.settled));
+      this.pool.push(new PoolWorker(this.heapMb, this.youngMb, this.settled));
       this.threads++;
     }
     const w = this.pool.reduce((a, b) => (b.tasks < a.tasks || (b.tasks === a.tasks && b.pages.size < a.pages.size) ? b : a));
@@ -267,23 +307,31 @@ class WorkerPool implements Encoding {
     return w;
   }
 
+  /** Whether pages should go to threads now: once this thread was busy `busyShare` of a window, for good. */
+  private offload(): boolean {
+    if (!this.offloading) {
+      const share = this.busy();
+      if (share !== undefined && share >= this.busyShare) this.offloading = true;
+    }
+    return this.offloading;
+  }
+
   /**
-   * A task's first page, when small, is encoded on this thread, and only a later page binds it to
-   * a worker: a run of small one-page tasks (a nightly incremental run, mostly) starts no thread
-   * at all, which costs more than such pages do (measured: ~80 ms of a 400 ms run).
+   * A task's pages are encoded on this thread while this thread has time to spare, and go to a
+   * worker from the first page submitted once it has not: a run of small tasks (a nightly
+   * incremental run, mostly) or one waiting on the API starts no thread at all.
    */
   openTask(setup: TaskSetup): TaskEncoding {
     const task = this.nextTask++;
     let w: PoolWorker | undefined;
     let closed = false;
-    let submitted = 0;
     let here: PageEncoder | undefined;
     const local = () => (here ??= encoderFor(setup));
     return {
       encodeRows: (rows) => local().encode(rows, setup.keyField),
       submit: async (body, gzip) => {
         if (closed) throw new Error('submit after close');
-        if (submitted++ === 0 && body.byteLength <= FIRST_PAGE_HERE_BYTES) return encodeHere(local(), setup, body, gzip);
+        if (w === undefined && !this.offload()) return encodeHere(local(), setup, body, gzip);
         w ??= this.bind(task, setup);
         await this.slot();
         if (w.failure) {

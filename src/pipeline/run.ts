@@ -34,6 +34,8 @@ export interface RunDeps {
   clock?: () => number;
   /** Time for the API client's retry waits (tests pass one that does not wait). */
   retryClock?: Clock;
+  /** Where pages' CPU work runs (default: from --workers); tests pass a pool whose threads start at once. Closed by the run. */
+  encoding?: Encoding;
 }
 
 /** What a run holds open: the API client, the destination and where events go. */
@@ -77,7 +79,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   const runId = newRunId(startedAt, cfg.shard);
   let client: ApiClient | undefined;
   let sink: Sink | undefined;
-  const encoding = createEncoding({ workers: cfg.workers ?? defaultWorkers() });
+  const encoding = deps.encoding ?? createEncoding({ workers: cfg.workers ?? defaultWorkers() });
   let lease: Lease | undefined;
   try {
     sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runExport } from '../../src/pipeline/run.ts';
+import { createEncoding } from '../../src/encode/pool.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { allSchemas, sandboxConfig, tempDir } from '../integration/helpers.ts';
 import { readManifests, readRows } from '../helpers/read-exports.ts';
@@ -25,10 +26,14 @@ describe('exports with worker threads', () => {
 
   async function exportWith(extra: PipelineConfig) {
     const tmp = tempDir('workers-');
+    // with workers, a pool whose threads take every page (this thread reads as the bottleneck)
+    const encoding = extra.workers ? createEncoding({ workers: extra.workers, busy: () => 1 }) : undefined;
     const summary = await runExport(sandboxConfig(sb, tmp.dir, { resources: ['achievements'], max_file_rows: 700, ...extra }), {
       token: sb.tokens.full,
       now: () => new Date('2026-11-24T00:00:00.000Z'), // the same _extracted_at in both runs
+      ...(encoding ? { encoding } : {}),
     });
+    if (encoding) expect(encoding.started).toBeGreaterThan(0);
     expect(summary.failures).toEqual([]);
     const files = readManifests(tmp.dir)
       .flatMap((t) => t.files)

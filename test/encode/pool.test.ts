@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors.ts';
-import { createEncoding, type Encoding } from '../../src/encode/pool.ts';
+import { busyMeter, createEncoding, type Encoding } from '../../src/encode/pool.ts';
 import type { PageResult } from '../../src/encode/page-work.ts';
 import type { TaskSetup } from '../../src/encode/protocol.ts';
 import { resourceByName } from '../../src/resources/index.ts';
@@ -12,8 +11,9 @@ const pools: Encoding[] = [];
 afterAll(async () => {
   await Promise.all(pools.map((p) => p.close()));
 });
-const encoding = (workers: number, maxPagesInFlight?: number) => {
-  const e = createEncoding({ workers, maxPagesInFlight });
+/** A pool whose main thread reads as `busy` (default: always the bottleneck, so threads take every page). */
+const encoding = (workers: number, maxPagesInFlight?: number, busy: () => number | undefined = () => 1) => {
+  const e = createEncoding({ workers, maxPagesInFlight, busy });
   pools.push(e);
   return e;
 };
@@ -74,6 +74,11 @@ describe('encoding pool', () => {
       const inThread = await run(encoding(0), format, 3, 4);
       const pooled = await run(encoding(2, 3), format, 3, 4);
       expect(pooled).toEqual(inThread);
+      // this thread busy only from the fifth page on: early pages here, later ones in threads, same bytes
+      let calls = 0;
+      const mixed = encoding(2, 3, () => (++calls > 4 ? 1 : 0.1));
+      expect(await run(mixed, format, 3, 4)).toEqual(inThread);
+      expect(mixed.started).toBe(2);
       expect(inThread[0]!.next).toEqual(['next-1', 'next-2', 'next-3', null]);
       expect(inThread[0]!.results[0]!.keys).toEqual(pageRecords(0).map((r) => (r as { id: string }).id));
       expect(inThread[0]!.drift.achievements!.length).toBeGreaterThan(0);
@@ -83,9 +88,6 @@ describe('encoding pool', () => {
   it.each([0, 1])('a truncated body is the retriable decode error, a wrong one is fatal (workers: %i)', async (workers) => {
     const e = encoding(workers);
     const task = e.openTask(setup('ndjson'));
-    await (
-      await task.submit(body(pageRecords(9)), true)
-    ).result; // the first page: on this thread; the rest go to the worker
     const whole = body(pageRecords(0));
     const cut = await task.submit(whole.subarray(0, whole.length - 20), true);
     await expect(cut.parsed).rejects.toBeInstanceOf(ApiError);
@@ -100,9 +102,6 @@ describe('encoding pool', () => {
   it('bounds the pages in flight: submit waits for a slot', async () => {
     const e = encoding(1, 1);
     const task = e.openTask(setup('ndjson'));
-    await (
-      await task.submit(body(pageRecords(9)), true)
-    ).result; // the first page: on this thread, no slot
     expect(e.started).toBe(0);
     const first = await task.submit(body(pageRecords(0)), true);
     expect(e.started).toBe(1);
@@ -120,21 +119,35 @@ describe('encoding pool', () => {
     await task.close();
   });
 
-  it('starts no thread for one-page tasks: their page is encoded on this thread, as a second page would be by a worker', async () => {
-    const e = encoding(2);
-    const single = await run(e, 'csv', 3, 1);
+  it('starts no thread while this thread has time to spare, and starts them once it is the bottleneck', async () => {
+    let share: number | undefined;
+    const e = encoding(2, undefined, () => share);
+    const idle = await run(e, 'csv', 3, 3); // no window measured yet, then a quiet one
+    share = 0.5;
+    expect(await run(e, 'csv', 2, 2)).toEqual(await run(encoding(0), 'csv', 2, 2));
     expect(e.started).toBe(0);
-    expect(single).toEqual(await run(encoding(0), 'csv', 3, 1));
+    expect(idle).toEqual(await run(encoding(0), 'csv', 3, 3));
+    share = 0.8; // over the default 0.75: pages go to threads from now on, even if this thread calms down
     await run(e, 'csv', 1, 2);
     expect(e.started).toBe(1);
+    share = 0.1;
+    await run(e, 'csv', 2, 2);
+    expect(e.started).toBe(2);
+  });
+
+  it('measures this thread busy while it computes', () => {
+    const meter = busyMeter(0);
+    meter();
+    const until = performance.now() + 30;
+    let x = 0;
+    while (performance.now() < until) x += Math.sqrt(x + 1);
+    expect(x).toBeGreaterThan(0);
+    expect(meter()).toBeGreaterThan(0.8);
   });
 
   it('replaces a worker that died: its tasks fail with E_INTERNAL, later tasks run on a new thread', async () => {
     const e = encoding(1);
     const doomed = e.openTask(setup('ndjson'));
-    await (
-      await doomed.submit(body(pageRecords(0)), true)
-    ).result; // on this thread
     await (
       await doomed.submit(body(pageRecords(1)), true)
     ).result; // binds the worker
@@ -146,16 +159,5 @@ describe('encoding pool', () => {
     const [later] = await run(e, 'ndjson', 1, 3);
     expect(later).toEqual((await run(encoding(0), 'ndjson', 1, 3))[0]);
     expect(e.started).toBe(2);
-  });
-
-  it("sends a large first page to a worker: parsed here, it would grow this thread's heap", async () => {
-    const e = encoding(1);
-    const task = e.openTask(setup('ndjson'));
-    const big = pageRecords(0).map((r) => ({ ...(r as object), comment: randomBytes(40_000).toString('hex') }));
-    const page = body(big);
-    expect(page.length).toBeGreaterThan(64 * 1024);
-    expect((await (await task.submit(page, true)).result).records).toBe(big.length);
-    expect(e.started).toBe(1);
-    await task.close();
   });
 });

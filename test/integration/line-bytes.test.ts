@@ -4,6 +4,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runExport } from '../../src/pipeline/run.ts';
+import { createEncoding } from '../../src/encode/pool.ts';
 import type { RunEvent } from '../../src/pipeline/progress.ts';
 import { readManifests } from '../helpers/read-exports.ts';
 import { sandboxConfig, tempDir } from './helpers.ts';
@@ -50,8 +51,10 @@ describe('max_line_bytes and loader limits', () => {
       it(`${format}, --workers ${workers}: each file's max_line_bytes is its longest line, line end included`, async () => {
         const { dir, cleanup } = tempDir();
         try {
+          const encoding = workers ? createEncoding({ workers, busy: () => 1 }) : undefined; // threads take every page
           const summary = await runExport(sandboxConfig(sb, dir, { format, resources: ['achievements', 'schools'], workers }), {
             token: sb.tokens.full,
+            ...(encoding ? { encoding } : {}),
           });
           expect(summary.status).toBe('ok');
           const files = readManifests(dir).flatMap((t) => t.files);

@@ -4,7 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { tableSchemas, resourceByName } from '../../src/resources/index.ts';
 import { readManifests, readRows } from '../helpers/read-exports.ts';
-import { exportOnce, tempDir } from './helpers.ts';
+import { exportOnce, sandboxConfig, tempDir } from './helpers.ts';
+import { runExport } from '../../src/pipeline/run.ts';
+import { createEncoding } from '../../src/encode/pool.ts';
 
 /**
  * Issue 25, item 1: a lone UTF-16 surrogate (an emoji cut in half by a MIS field limit) is written
@@ -33,7 +35,13 @@ describe('lone surrogates', () => {
       it(`${format}, --workers ${workers}: U+FFFD in the files, counted in the manifest and the summary`, async () => {
         const { dir, cleanup } = tempDir();
         try {
-          const summary = await exportOnce(sb, dir, { format, resources: ['achievements'], workers });
+          // with a worker: one whose thread takes every page (this thread reads as the bottleneck)
+          const encoding = workers ? createEncoding({ workers, busy: () => 1 }) : undefined;
+          const summary = await runExport(sandboxConfig(sb, dir, { format, resources: ['achievements'], workers }), {
+            token: sb.tokens.full,
+            ...(encoding ? { encoding } : {}),
+          });
+          if (encoding) expect(encoding.started).toBe(1);
           expect(summary.status).toBe('ok');
           const task = readManifests(dir).find((t) => t.resource === 'achievements')!;
           expect(task.replaced_surrogates).toEqual({ achievements: 1, achievement_students: studentRows });
