@@ -1,69 +1,52 @@
 /**
  * Per-task memo of included items (a school's students and employees come back embedded in
  * every achievement that names them: ~140 times each in a 25,000-row school). Each distinct item
- * is flattened and encoded once by the reference path; later occurrences reuse the encoding when
- * the item is equal to the remembered one in every key, value and key order (verified on each
- * hit, so a changed item is never served stale). The only per-occurrence part of a child row is
- * the parent id, which is the table's first column: the memo keeps the row's encoding after it.
+ * is flattened and encoded once by the reference path, its undeclared fields (`_extra`) folded
+ * once; later occurrences reuse that encoding when the item is equal to the remembered one in
+ * every key, value and key order (checked on each hit by a comparator compiled for the item's
+ * shape, same-shape.ts, so a changed item is never served stale). The only per-occurrence part
+ * of a child row is the parent id, which is the table's first column: the memo keeps the row's
+ * encoding after it as bytes (UTF-8 text, or Parquet values), copied per occurrence.
  */
 import type { ColumnsOut, TextOut } from './outputs.ts';
 import type { EncoderKind } from './record-code.ts';
+import { sameAsFor, type SameAs } from './same-shape.ts';
 import { csvCell, csvEncoder } from '../format/csv.ts';
 import { declaredColumns, extraJson } from '../format/extra.ts';
 import { ndjsonSerializer } from '../format/ndjson.ts';
 import type { ColumnBuilder } from '../format/parquet/column.ts';
 import { appendValue, parquetColumns } from '../format/parquet/writer.ts';
+import { isoMicros } from '../format/parquet/values.ts';
 import { EXTRA_COLUMN, type ColumnType, type Row, type Scalar, type TableSchema } from '../table.ts';
+
+export { sameJson } from './same-shape.ts';
 
 /** Per task: a worker's heap is capped, and a school has a few hundred people, not thousands. */
 const MAX_ENTRIES = 5_000;
 
+/** A Parquet value of a memoised row, ready to append: UTF-8 bytes of text, a number, a boolean, or null. */
+type Cell = Uint8Array | number | boolean | null;
+
 interface Entry {
   src: unknown;
-  /** text formats: the line after the parent id's field */
-  rest?: string;
-  /** parquet: the row (parent id column excluded) and its `_extra` JSON, folded once */
-  row?: Row;
-  extra?: string | null;
-}
-
-/** Deep equality of JSON values, key order included (it decides the order of drift fields). */
-export function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const bb = b as unknown[];
-    if (a.length !== bb.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], bb[i])) return false;
-    return true;
-  }
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  for (let i = 0; i < ka.length; i++) {
-    const k = ka[i]!;
-    if (k !== kb[i] || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
-  }
-  return true;
-}
-
-function memoKey(item: unknown): string | undefined {
-  if (typeof item !== 'object' || item === null || Array.isArray(item)) return undefined;
-  const o = item as { id?: unknown; updated_at?: unknown };
-  if (typeof o.id !== 'string' && typeof o.id !== 'number') return undefined;
-  const u = o.updated_at as { date?: unknown } | undefined;
-  return `${o.id}\u0001${typeof u === 'object' && u !== null && typeof u.date === 'string' ? u.date : ''}`;
+  same: SameAs;
+  /** text formats: the UTF-8 bytes of the line after the parent id's field */
+  rest?: Uint8Array;
+  /** parquet: each column's value after the parent id's, `_extra` last */
+  cells?: Cell[];
 }
 
 export class ChildMemo {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<unknown, Entry>();
   private readonly prefix: string;
   /** `{"<parent key>":` for NDJSON lines, built once */
   private readonly keyHead: string;
   private readonly line: ((r: Row) => string) | undefined;
   private readonly cols: { name: string; type: ColumnType }[];
   private readonly isDeclared: Set<string>;
+  /** the head of the last parent's child rows (consecutive occurrences share their parent) */
+  private lastParent: string | null | undefined;
+  private lastHead = '';
 
   constructor(
     private readonly format: EncoderKind,
@@ -93,9 +76,10 @@ export class ChildMemo {
 
   /** Appends the child row of `item` under `parentId` to `out`. */
   encode(item: unknown, parentId: string | null, out: TextOut | ColumnsOut): void {
-    const key = memoKey(item);
+    const id = (item as { id?: unknown } | null)?.id;
+    const key = typeof item === 'object' && !Array.isArray(item) && (typeof id === 'string' || typeof id === 'number') ? id : undefined;
     let e = key === undefined ? undefined : this.entries.get(key);
-    if (e === undefined || !sameJson(e.src, item)) {
+    if (e === undefined || !e.same(e.src, item)) {
       e = this.build(item);
       if (key !== undefined && e !== undefined) {
         if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
@@ -103,42 +87,75 @@ export class ChildMemo {
       }
       if (e === undefined) return this.direct(item, parentId, out);
     }
-    if (this.format === 'parquet') this.appendColumns(e, parentId, out as ColumnsOut);
-    else {
-      const head =
+    if (this.format === 'parquet') return this.appendColumns(e.cells!, parentId, out as ColumnsOut);
+    const o = out as TextOut;
+    o.text(this.head(parentId));
+    o.bytes(e.rest!);
+    o.end();
+  }
+
+  /** The row's text before the memoised part: the parent id's field (NDJSON: with the line's opening). */
+  private head(parentId: string | null): string {
+    if (parentId !== this.lastParent) {
+      this.lastParent = parentId;
+      this.lastHead =
         this.format === 'ndjson' ? this.keyHead + JSON.stringify(parentId) : csvCell(parentId, this.schema.columns[0]!, this.guard);
-      (out as TextOut).line(head + e.rest!);
     }
+    return this.lastHead;
   }
 
   private build(item: unknown): Entry | undefined {
     const row = this.flatten(item);
-    if (this.format === 'parquet') return { src: item, row, extra: extraJson(row, this.isDeclared) };
+    const same = sameAsFor(item);
+    if (this.format === 'parquet') return { src: item, same, cells: this.cellsOf(row) };
     const line = this.line!(row);
     // the reference line with a null parent id: everything after that field is the item's own
     if (!line.startsWith(this.prefix)) return undefined;
-    return { src: item, rest: line.slice(this.prefix.length) };
+    return { src: item, same, rest: Buffer.from(line.slice(this.prefix.length)) };
+  }
+
+  /** The row's Parquet values after the parent id, converted once (appendValue's rules, checked the same way). */
+  private cellsOf(row: Row): Cell[] {
+    const cells: Cell[] = [];
+    const n = this.cols.length - 1;
+    for (let i = 1; i < n; i++) {
+      const { name, type } = this.cols[i]!;
+      const v = row[name] as Scalar | undefined;
+      if (v === null || v === undefined) cells.push(null);
+      else if (type === 'timestamp' && typeof v === 'string' && !Number.isNaN(isoMicros(v))) cells.push(isoMicros(v));
+      else if ((type === 'integer' && typeof v === 'number' && Number.isSafeInteger(v)) || (type === 'double' && typeof v === 'number'))
+        cells.push(v);
+      else if (type === 'boolean') cells.push(v === true || v === 'true');
+      else if (type === 'string' || type === 'json') cells.push(Buffer.from(typeof v === 'string' ? v : String(v)));
+      else appendValue(undefined as never, v, type, name); // a value of the wrong type: the writer's own error
+    }
+    const extra = extraJson(row, this.isDeclared);
+    cells.push(extra === null ? null : Buffer.from(extra));
+    return cells;
   }
 
   /** No memo possible (no id, or an unusual first field): the reference row, this once. */
   private direct(item: unknown, parentId: string | null, out: TextOut | ColumnsOut): void {
     const row = this.flatten(item);
     row[this.parentKey] = parentId;
-    if (this.format === 'parquet')
-      this.appendColumns({ src: item, row, extra: extraJson(row, this.isDeclared) }, parentId, out as ColumnsOut);
+    if (this.format === 'parquet') this.appendColumns(this.cellsOf(row), parentId, out as ColumnsOut);
     else (out as TextOut).line(this.line!(row));
   }
 
-  private appendColumns(e: Entry, parentId: string | null, out: ColumnsOut): void {
+  private appendColumns(cells: Cell[], parentId: string | null, out: ColumnsOut): void {
     const b: ColumnBuilder[] = out.builders;
-    const cols = this.cols;
-    const row = e.row!;
-    const n = cols.length - 1;
     if (parentId === null) b[0]!.null();
     else b[0]!.string(parentId);
-    for (let i = 1; i < n; i++) appendValue(b[i]!, row[cols[i]!.name] as Scalar | undefined, cols[i]!.type, cols[i]!.name);
-    if (e.extra === null || e.extra === undefined) b[n]!.null();
-    else b[n]!.string(e.extra);
+    for (let i = 0; i < cells.length; i++) {
+      const c = cells[i]!;
+      const col = b[i + 1]!;
+      if (c === null) col.null();
+      else if (typeof c === 'number') {
+        if (col.physical === 'DOUBLE') col.double(c);
+        else col.int64(c);
+      } else if (typeof c === 'boolean') col.boolean(c);
+      else col.utf8(c);
+    }
     out.rows++;
   }
 }

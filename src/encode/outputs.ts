@@ -22,14 +22,34 @@ export class TextOut {
   }
 
   line(text: string): void {
-    const need = text.length * 3; // bounds UTF-8 (a surrogate pair: 4 bytes for 2 units)
+    this.text(text);
+    this.end();
+  }
+
+  /** Part of a row, as text. */
+  text(text: string): void {
+    this.reserve(text.length * 3); // bounds UTF-8 (a surrogate pair: 4 bytes for 2 units)
+    this.used += this.view.write(text, this.used);
+  }
+
+  /** Part of a row, already UTF-8 (a memo's cached encoding: copied, not encoded again). */
+  bytes(b: Uint8Array): void {
+    this.reserve(b.length);
+    this.buf.set(b, this.used);
+    this.used += b.length;
+  }
+
+  private reserve(need: number): void {
     if (this.used + need > this.buf.length) {
       const next = new Uint8Array(Math.max(this.buf.length * 2, this.used + need));
       next.set(this.buf.subarray(0, this.used));
       this.buf = next;
       this.view = Buffer.from(next.buffer);
     }
-    this.used += this.view.write(text, this.used);
+  }
+
+  /** Ends the row written since the last end. */
+  end(): void {
     if (this.rows === this.ends.length) {
       const next = new Uint32Array(this.ends.length * 2);
       next.set(this.ends);

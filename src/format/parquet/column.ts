@@ -60,6 +60,16 @@ export class ColumnBuilder {
     this.used += 4 + n;
   }
 
+  /** Text already UTF-8 (a memo's cached encoding): the same bytes string() writes for it. */
+  utf8(b: Uint8Array): void {
+    this.def(1);
+    this.nonNull++;
+    this.reserve(4 + b.length);
+    this.data.writeUInt32LE(b.length, this.used);
+    this.data.set(b, this.used + 4);
+    this.used += 4 + b.length;
+  }
+
   /** A safe integer (microseconds since the epoch for timestamps, which may be negative). */
   int64(v: number): void {
     this.def(1);
