@@ -22,7 +22,13 @@ import { EXTRA_COLUMN, type Row, type TableSchema } from '../table.ts';
 import { CONVERTERS, MISMATCH } from '../flatten/convert.ts';
 import { ChildMemo } from './child-memo.ts';
 import { ColumnsOut, TextOut } from './outputs.ts';
-import { compileRecordEncoder, type ColumnRecordEncoder, type EncoderKind, type TextRecordEncoder } from './record-code.ts';
+import {
+  compileRecordEncoder,
+  driftKeyCompiles,
+  type ColumnRecordEncoder,
+  type EncoderKind,
+  type TextRecordEncoder,
+} from './record-code.ts';
 
 export interface EncodedPage {
   /** Every table of the resource that got rows from this page, parent first. */
@@ -56,6 +62,11 @@ export interface CompiledResource {
   forTask(ctx: FlattenContext): PageEncoder;
 }
 
+type ParentCode = ReturnType<typeof compileRecordEncoder>;
+
+/** Different undeclared-field layouts compiled per resource at most: beyond, records with a new one take the reference path. */
+const MAX_DRIFT_LAYOUTS = 16;
+
 type TableEnc = {
   schema: TableSchema;
   /** reference encoding of one flattened row into this table's output */
@@ -66,7 +77,17 @@ type TableEnc = {
 export function compileResource(spec: ResourceSpec, format: EncoderKind, opts: FormatOptions): CompiledResource {
   const guard = opts.csvFormulaGuard === true;
   const schemas = compileFlattener(spec).tables;
-  const parentCode = compileRecordEncoder(spec, schemas[0]!, format, guard);
+  // one parent encoder per layout of undeclared fields met (none: the declared fields only), shared by tasks
+  const layouts = new Map<string, ParentCode | null>();
+  const parentCode = (driftKeys: readonly string[]): ParentCode | null => {
+    const key = JSON.stringify(driftKeys);
+    let code = layouts.get(key);
+    if (code === undefined) {
+      code = layouts.size < MAX_DRIFT_LAYOUTS ? compileRecordEncoder(spec, schemas[0]!, format, guard, driftKeys) : null;
+      layouts.set(key, code);
+    }
+    return code;
+  };
   return {
     forTask(ctx) {
       return new PageEncoder(spec, format, guard, schemas, parentCode, ctx);
@@ -74,10 +95,21 @@ export function compileResource(spec: ResourceSpec, format: EncoderKind, opts: F
   };
 }
 
+/** A task's parent encoder for one layout of undeclared fields, and which columns its drift produced. */
+interface ParentLayout {
+  encode: TextRecordEncoder | ColumnRecordEncoder;
+  driftKeys: readonly string[];
+  seen: Uint8Array;
+}
+
 export class PageEncoder {
   readonly flattener: Flattener;
   private readonly tables: TableEnc[];
-  private readonly encodeParent: TextRecordEncoder | ColumnRecordEncoder;
+  /** the layout the last record took (most records of a task share one) */
+  private parent: ParentLayout;
+  private readonly layouts = new Map<string, ParentLayout | null>();
+  /** top-level keys the resource declares (includes too): the rest of a record's keys are drift */
+  private readonly declared: Set<string>;
   private readonly memos: ChildMemo[];
   private readonly surrogates: SurrogateScope;
 
@@ -86,17 +118,77 @@ export class PageEncoder {
     private readonly format: EncoderKind,
     guard: boolean,
     schemas: TableSchema[],
-    parentCode: ReturnType<typeof compileRecordEncoder>,
+    private readonly parentCode: (driftKeys: readonly string[]) => ParentCode | null,
     private readonly ctx: FlattenContext,
   ) {
     this.flattener = compileFlattener(spec);
     this.tables = schemas.map((schema) => tableEncoder(schema, format, guard));
-    this.encodeParent = parentCode({ meta: meta(ctx) });
+    this.parent = this.layout([])!;
+    this.declared = new Set([...spec.fields.map((f) => f.path.split('.')[0]!), ...(spec.children ?? []).map((c) => c.include)]);
     this.surrogates = surrogateScope(spec);
     this.memos = (spec.children ?? []).map((c, i) => {
       const t = this.tables[i + 1]!;
       return new ChildMemo(format, t.schema, c.parentKey, guard, (item) => this.flattener.childRow(i, item, null, ctx));
     });
+  }
+
+  /** The task's encoder for records whose undeclared fields are `driftKeys`, in that order (null: none possible). */
+  private layout(driftKeys: readonly string[]): ParentLayout | null {
+    const key = JSON.stringify(driftKeys);
+    let l = this.layouts.get(key);
+    if (l === undefined) {
+      const code = this.parentCode(driftKeys);
+      const seen = new Uint8Array(driftKeys.length);
+      l = code ? { encode: code({ meta: meta(this.ctx) }, seen), driftKeys, seen } : null;
+      this.layouts.set(key, l);
+    }
+    return l;
+  }
+
+  /**
+   * Encodes a parent record by generated code: the layout of the last record, else the one its
+   * undeclared fields call for (compiled when first met: learned from the task's first page, and
+   * again whenever a new undeclared field arrives). False: the reference path must take it.
+   */
+  private encodeParent(rec: Record<string, unknown>): boolean {
+    if (this.tryParent(this.parent, rec)) return true;
+    const drift: string[] = [];
+    for (const k in rec) {
+      if (this.declared.has(k)) continue;
+      // undefined (hand-made records, not JSON) is skipped by the reference path: leave those to it
+      if (!driftKeyCompiles(k) || rec[k] === undefined) return false;
+      drift.push(k);
+    }
+    const l = this.layout(drift);
+    if (l === null || l === this.parent || !this.tryParent(l, rec)) return false;
+    this.parent = l;
+    return true;
+  }
+
+  private tryParent(l: ParentLayout, rec: Record<string, unknown>): boolean {
+    if (this.format === 'parquet') {
+      const out = this.tables[0]!.out as ColumnsOut;
+      if (!(l.encode as ColumnRecordEncoder)(rec, out.builders)) return false;
+      out.rows++;
+      return true;
+    }
+    const line = (l.encode as TextRecordEncoder)(rec);
+    if (line === null) return false;
+    (this.tables[0]!.out as TextOut).line(this.format === 'ndjson' ? line + '\n' : line);
+    return true;
+  }
+
+  /** Columns the generated code's drift produced: into the task's drift set, as the flattener records its own. */
+  private noteDrift(): void {
+    const set = this.flattener.drift().get(this.spec.name)!;
+    for (const l of this.layouts.values()) {
+      if (!l) continue;
+      for (let i = 0; i < l.driftKeys.length; i++) {
+        const s = l.seen[i]!;
+        if (s & 1) set.add(l.driftKeys[i]!);
+        if (s & 2) set.add(`${l.driftKeys[i]}__timezone`);
+      }
+    }
   }
 
   private keyConv: { field: string; conv: (v: unknown) => string } | undefined;
@@ -123,22 +215,10 @@ export class PageEncoder {
     valuesOverLimits(records, this.surrogates, overLimit); // nothing to do on a page smaller than the limits
     const keys: string[] | undefined = keyField === undefined ? undefined : [];
     const keyConv = keyField === undefined ? undefined : this.keyConverterFor(keyField);
-    const parent = this.tables[0]!;
     const children = this.spec.children ?? [];
-    const text = this.format !== 'parquet';
     for (const raw of records) {
       const rec = raw as Record<string, unknown>;
-      let ok: boolean;
-      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) ok = false;
-      else if (text) {
-        const line = (this.encodeParent as TextRecordEncoder)(rec);
-        ok = line !== null;
-        if (ok) (parent.out as TextOut).line(this.format === 'ndjson' ? line + '\n' : line!);
-      } else {
-        const out = parent.out as ColumnsOut;
-        ok = (this.encodeParent as ColumnRecordEncoder)(rec, out.builders);
-        if (ok) out.rows++;
-      }
+      const ok = typeof raw === 'object' && raw !== null && !Array.isArray(raw) && this.encodeParent(rec);
       if (!ok) {
         const row = this.reference(rec);
         keys?.push(String(row[keyField!]));
@@ -157,6 +237,7 @@ export class PageEncoder {
     }
     const tables: EncodedPage['tables'] = [];
     for (const t of this.tables) if (t.out.rows > 0) tables.push({ table: t.schema.name, chunk: t.out.take() });
+    this.noteDrift();
     const page: EncodedPage = { tables, records: records.length };
     if (keys) page.keys = keys;
     const drift = this.newDrift();

@@ -8,12 +8,19 @@ import type { FormatName } from '../format/index.ts';
  * byte. Anything off the common shape (an undeclared field, a value that does not fit its type, a
  * datetime not in the API's layout) makes the function return null / false before it wrote
  * anything, and the caller takes the reference path (flatten -> writer) for that record.
+ *
+ * Undeclared top-level fields (drift) are encoded by generated code too, once the page encoder
+ * has learned them (`driftKeys`: their names in the order records carry them): each becomes its
+ * own NDJSON key, or a member of the `_extra` JSON, after the declared columns, as the reference
+ * path writes them: a scalar as it is, an array as JSON text, a datetime object in the API's
+ * layout as `<name>` and `<name>__timezone`. A record whose undeclared fields are not exactly
+ * those, in that order, or whose drift value is anything else (a nested object), fails as before.
  */
 import { columnName } from '../resources/schema.ts';
 import type { FieldSpec, ResourceSpec } from '../resources/types.ts';
 import { CONVERTERS, MISMATCH } from '../flatten/convert.ts';
 import { apiDatetime, apiDatetimeIso, apiDatetimeMicros, readApiDatetime } from '../flatten/datetime.ts';
-import { csvCell } from '../format/csv.ts';
+import { csvCell, csvText } from '../format/csv.ts';
 import type { ColumnBuilder } from '../format/parquet/column.ts';
 import { isoMicros } from '../format/parquet/values.ts';
 import { EXTRA_COLUMN, META_COLUMNS, type ColumnDef, type Row, type TableSchema } from '../table.ts';
@@ -40,7 +47,24 @@ export interface TaskConstants {
 export type TextRecordEncoder = (rec: Record<string, unknown>) => string | null;
 export type ColumnRecordEncoder = (rec: Record<string, unknown>, builders: ColumnBuilder[]) => boolean;
 
-const HELPERS = { MISMATCH, CONVERTERS, readApiDatetime, apiDatetime, apiDatetimeIso, apiDatetimeMicros, csvCell };
+/** A datetime object as flattenGeneric recognises one: `date` text, `timezone` and `timezone_type`, nothing else. */
+function isDt(v: object): boolean {
+  const o = v as { date?: unknown };
+  if (typeof o.date !== 'string' || !('timezone' in o) || !('timezone_type' in o)) return false;
+  let n = 0;
+  for (const _k in o) n++;
+  return n === 3;
+}
+
+const HELPERS = { MISMATCH, CONVERTERS, readApiDatetime, apiDatetime, apiDatetimeIso, apiDatetimeMicros, csvCell, csvText, isDt };
+
+/** Names drift may take as generated code (not those JavaScript objects order or treat apart). */
+export function driftKeyCompiles(k: string): boolean {
+  return k !== '__proto__' && !/^(0|[1-9]\d*)$/.test(k);
+}
+
+/** Per drift key, which columns it has produced so far (1: `<name>`, 2: also `<name>__timezone`): the task's drift set grows by these. */
+export type DriftSeen = { keys: readonly string[]; seen: Uint8Array };
 
 /**
  * Compiles the parent-table encoder of a resource for one format. Returns a factory taking the
@@ -51,7 +75,8 @@ export function compileRecordEncoder(
   schema: TableSchema,
   kind: EncoderKind,
   guard: boolean,
-): (k: TaskConstants) => TextRecordEncoder | ColumnRecordEncoder {
+  driftKeys: readonly string[] = [],
+): (k: TaskConstants, seen?: Uint8Array) => TextRecordEncoder | ColumnRecordEncoder {
   const root: Node = { keys: new Set((spec.children ?? []).map((c) => c.include)), expr: 'rec', children: new Map() };
   const nodeDecls: string[] = [];
   const sources = new Map<string, Source>();
@@ -92,7 +117,15 @@ export function compileRecordEncoder(
       walk(child, child.expr);
     }
   };
-  const body: string[] = [checkKeys(root, 'rec')];
+  const body: string[] = [];
+  if (driftKeys.length === 0) body.push(checkKeys(root, 'rec'));
+  else {
+    // declared keys in any order; the undeclared ones exactly the learned ones, in their order
+    keySets.push(root.keys);
+    body.push(
+      `{ let j = 0; for (const k in rec) if (!KEYS[${keySets.length - 1}].has(k)) { if (k !== DK[j]) return FAIL; j++; } if (j !== ${driftKeys.length}) return FAIL; }`,
+    );
+  }
   walk(root, 'rec');
   body.push(...nodeDecls);
 
@@ -124,32 +157,47 @@ export function compileRecordEncoder(
     }
   });
 
+  // drift: each key's members ('"name":value' pieces), checked and built before anything is written
+  driftKeys.forEach((k, i) => {
+    const name = js(k);
+    const zone = js(`${k}__timezone`);
+    body.push(
+      `let d${i};`,
+      `{ const v = rec[${name}];`,
+      `if (v === null || typeof v !== 'object') d${i} = ${js(js(k) + ':')} + JSON.stringify(v), SEEN[${i}] |= 1;`,
+      `else if (Array.isArray(v)) d${i} = ${js(js(k) + ':')} + JSON.stringify(JSON.stringify(v)), SEEN[${i}] |= 1;`,
+      `else if (H.isDt(v) && H.readApiDatetime(v)) d${i} = ${js(js(k) + ':')} + JSON.stringify(H.apiDatetimeIso()) + ${js(',' + zone + ':')} + JSON.stringify(H.apiDatetime.zone), SEEN[${i}] |= 3;`,
+      `else return FAIL; }`,
+    );
+  });
+  const drift = driftKeys.map((_, i) => `d${i}`).join(" + ',' + ");
   if (kind === 'ndjson') {
     const parts = columns.map((c, i) => `${js((i === 0 ? '{' : ',') + js(c.name) + ':')} + JSON.stringify(${vars[i]})`);
-    body.push(`return ${parts.join(' + ')} + '}';`);
+    body.push(`return ${parts.join(' + ')}${driftKeys.length ? ` + ',' + ${drift}` : ''} + '}';`);
   } else if (kind === 'csv') {
     const parts = columns.map((c, i) => `H.csvCell(${vars[i]}, COLS[${i}], G) + ','`);
-    body.push(`return ${parts.join(' + ')} + '\\r\\n';`);
+    const extra = driftKeys.length ? ` + H.csvText('{' + ${drift} + '}', G)` : '';
+    body.push(`return ${parts.join(' + ')}${extra} + '\\r\\n';`);
   } else {
     columns.forEach((c, i) =>
       body.push(
         appendCode(c, `B[${i}]`, c.type === 'timestamp' && sources.get(c.name)?.kind === 'meta' ? `K.micros[${js(c.name)}]` : vars[i]!),
       ),
     );
-    body.push(`B[${columns.length}].null();`, 'return true;');
+    body.push(driftKeys.length ? `B[${columns.length}].string('{' + ${drift} + '}');` : `B[${columns.length}].null();`, 'return true;');
   }
   const fail = kind === 'parquet' ? 'false' : 'null';
   const params = kind === 'parquet' ? 'rec, B' : 'rec';
   const source = `return function encode_${cols(spec.name)}(${params}) {\n${body.join('\n').replaceAll('FAIL', fail)}\n};`;
   // The generated serialiser: its only inputs are the resource's declared names, escaped with JSON.stringify.
-  const factory = new Function('H', 'KEYS', 'CONV', 'COLS', 'G', 'K', source) as (
+  const factory = new Function('H', 'KEYS', 'CONV', 'COLS', 'G', 'K', 'DK', 'SEEN', source) as (
     ...a: unknown[]
   ) => TextRecordEncoder | ColumnRecordEncoder;
-  return (k: TaskConstants) => {
+  return (k: TaskConstants, seen = new Uint8Array(driftKeys.length)) => {
     const micros: Record<string, number> = {};
     for (const m of META_COLUMNS)
       if (m.type === 'timestamp' && typeof k.meta[m.name] === 'string') micros[m.name] = isoMicros(k.meta[m.name] as string);
-    return factory(HELPERS, keySets, converters, columns, guard, { meta: k.meta, micros });
+    return factory(HELPERS, keySets, converters, columns, guard, { meta: k.meta, micros }, driftKeys, seen);
   };
 }
 
