@@ -3,26 +3,34 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { execSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bigSchool, incremental, latency, memory, throughput, type Opts, type Scale } from './sections.ts';
+import { bigSchool, incremental, latency, memory, throughput, type Opts, type Scale, type Shape } from './sections.ts';
+import { live } from './live.ts';
+import { startup } from './startup.ts';
 import { distIsFresh } from './procs.ts';
 import { gitCommit, lines, machine, machineLine, table, type Results } from './report.ts';
 
 export type Mode = 'full' | 'quick' | 'tiny';
 
 export const SCALES: Record<Mode, Scale> = {
+  // throughput: 120,000 achievements with students and employees (about 460,000 rows in the wide
+  // shape), the data set of issue 21's measurements
   full: {
-    throughput: { schools: 4, rows: 50_000, repeat: 3 },
+    throughput: { schools: 4, rows: 30_000, repeat: 3 },
     memory: [100_000, 1_000_000],
     latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
     bigSchool: { rows: 100_000, maxPerPage: 100, ms: 100, concurrency: 8, windows: 8, repeat: 2 },
+    live: { schools: 4, rows: 10_000, repeat: 3 },
+    startup: { schools: 6, rows: 10, repeat: 5 },
   },
   quick: {
-    throughput: { schools: 4, rows: 50_000, repeat: 1 },
+    throughput: { schools: 4, rows: 30_000, repeat: 1 },
     memory: [100_000],
     latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
     bigSchool: { rows: 100_000, maxPerPage: 100, ms: 100, concurrency: 8, windows: 8, repeat: 1 },
+    live: { schools: 4, rows: 10_000, repeat: 1 },
+    startup: { schools: 6, rows: 10, repeat: 3 },
   },
   // For the smoke test: every section and every child process, on data small enough for seconds.
   tiny: {
@@ -31,8 +39,13 @@ export const SCALES: Record<Mode, Scale> = {
     latency: { schools: 3, rows: 150, maxPerPage: 50, ms: 20, concurrency: [2, 4] },
     incremental: { schools: 2, rows: 3_000 },
     bigSchool: { rows: 1_000, maxPerPage: 100, ms: 5, concurrency: 4, windows: 4, repeat: 1 },
+    live: { schools: 2, rows: 500, repeat: 1 },
+    startup: { schools: 2, rows: 10, repeat: 1 },
   },
 };
+
+/** Every section runs once per data shape of the sandbox (src/sandbox/wide.ts), side by side in the table. */
+export const SHAPES: readonly Shape[] = ['standard', 'wide'];
 
 export interface BenchOptions {
   mode: Mode;
@@ -42,15 +55,18 @@ export interface BenchOptions {
   readmes?: string[];
   nodeArgs?: string[];
   log?: (s: string) => void;
-  /** run only these sections (throughput, memory, latency, big-school, incremental); default all */
+  /** run only these sections (throughput, memory, latency, big-school, incremental, live, startup); default all */
   only?: string[];
+  /** run only these data shapes; default both */
+  shapes?: readonly Shape[];
 }
 
 export async function runBench(o: BenchOptions): Promise<{ results: Results; table: string }> {
   const work = await mkdtemp(join(tmpdir(), 'school-export-bench-'));
   const log = o.log ?? (() => {});
   const scale = SCALES[o.mode];
-  const opts: Opts = { scale, work, nodeArgs: o.nodeArgs, log };
+  const base = { scale, work, nodeArgs: o.nodeArgs, log };
+  const shapes = o.shapes ?? SHAPES;
   const results: Results = {
     when: new Date().toISOString(),
     commit: gitCommit(),
@@ -61,11 +77,19 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
   };
   try {
     const want = (s: string) => !o.only || o.only.includes(s);
-    if (want('throughput')) results.throughput = await throughput(opts);
-    if (want('memory')) results.memory = await memory(opts);
-    if (want('latency')) results.latency = await latency(opts);
-    if (want('big-school')) results.bigSchool = await bigSchool(opts);
-    if (want('incremental')) results.incremental = await incremental(opts);
+    /** one section over each shape: its results by shape */
+    const each = async <T>(fn: (opts: Opts) => Promise<T>): Promise<Partial<Record<Shape, T>>> => {
+      const out: Partial<Record<Shape, T>> = {};
+      for (const shape of shapes) out[shape] = await fn({ ...base, shape });
+      return out;
+    };
+    if (want('throughput')) results.throughput = await each(throughput);
+    if (want('memory')) results.memory = await each(memory);
+    if (want('latency')) results.latency = await each(latency);
+    if (want('big-school')) results.bigSchool = await each(bigSchool);
+    if (want('incremental')) results.incremental = await each(incremental);
+    if (want('live')) results.live = await each(live);
+    if (want('startup')) results.startup = await each(startup);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

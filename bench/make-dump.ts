@@ -11,7 +11,10 @@ import type { ChildResult } from './child-types.ts';
 
 const [out, schools = '2', rows = '25000', shape = 'standard'] = process.argv.slice(2);
 if (!out || (shape !== 'standard' && shape !== 'wide')) throw new Error('usage: bench/make-dump.ts OUT [schools] [rows] [standard|wide]');
-const sb = await startSandboxProc({ seed: 1, schools: Number(schools), achievementsPerSchool: Number(rows), maxPerPage: 1000, dataShape: shape }, true);
+const sb = await startSandboxProc(
+  { seed: 1, schools: Number(schools), achievementsPerSchool: Number(rows), maxPerPage: 1000, dataShape: shape },
+  true,
+);
 const dest = await mkdtemp(join(tmpdir(), 'dump-'));
 try {
   const r = await runChild<ChildResult>('export-child.mjs', {

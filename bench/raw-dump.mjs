@@ -44,5 +44,7 @@ async function worker() {
 await Promise.all(Array.from({ length: a.concurrency ?? 4 }, worker));
 const ms = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
-process.stdout.write(JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000, rows, maxRssMB: process.resourceUsage().maxRSS / 1024 }) + '\n');
+process.stdout.write(
+  JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1000, rows, maxRssMB: process.resourceUsage().maxRSS / 1024 }) + '\n',
+);
 process.exit(0);

@@ -2,11 +2,13 @@
  * `npm run bench [-- --quick] [-- --profile]`: the benchmark of issue 6 (see bench/README.md).
  * --quick skips the 1,000,000-row memory case and repeats less; --tiny is the smoke test's scale;
  * --profile writes a V8 CPU profile of every measured export child to bench/profiles/.
- * --only=throughput,memory,latency,big-school,incremental runs just those sections (the record is not updated).
+ * --only=throughput,memory,latency,big-school,incremental,live,startup runs just those sections, --shape=standard|wide
+ * just that data shape (the record is not updated then).
  */
 import { resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { runBench, type Mode } from './bench.ts';
+import type { Shape } from './sections.ts';
 import { spawnSync } from 'node:child_process';
 import { distIsFresh, ROOT } from './procs.ts';
 
@@ -20,6 +22,9 @@ if (argv.includes('--profile')) {
 }
 const onlyArg = argv.find((a) => a.startsWith('--only='));
 const only = onlyArg?.slice('--only='.length).split(',');
+const shapeArg = argv.find((a) => a.startsWith('--shape='));
+const shapes = shapeArg?.slice('--shape='.length).split(',') as Shape[] | undefined;
+if (shapes?.some((s) => s !== 'standard' && s !== 'wide')) throw new Error('--shape= takes standard, wide or both (comma-separated)');
 const started = Date.now();
 // Exports run the compiled dist/ with plain Node, as the installed command does: build it when stale.
 if (mode !== 'tiny' && process.env.BENCH_CODE !== 'src' && !distIsFresh()) {
@@ -30,9 +35,11 @@ const { table } = await runBench({
   mode,
   nodeArgs,
   only,
+  shapes,
   // Only a complete, full-scale, unprofiled run updates the committed record.
-  out: mode === 'tiny' || nodeArgs.length || only ? undefined : resolve(ROOT, 'bench/results.json'),
-  readmes: mode === 'tiny' || nodeArgs.length || only ? undefined : [resolve(ROOT, 'bench/README.md'), resolve(ROOT, 'README.md')],
+  out: mode === 'tiny' || nodeArgs.length || only || shapes ? undefined : resolve(ROOT, 'bench/results.json'),
+  readmes:
+    mode === 'tiny' || nodeArgs.length || only || shapes ? undefined : [resolve(ROOT, 'bench/README.md'), resolve(ROOT, 'README.md')],
   log: (s) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${s}\n`),
 });
 process.stdout.write(table + '\n');

@@ -24,21 +24,29 @@ export interface Scale {
    * `--windows`; maxPerPage: the sandbox's maximum per_page (pages of that size); `repeat` rounds.
    */
   bigSchool: { rows: number; maxPerPage: number; ms: number; concurrency: number; windows: number; repeat: number };
+  /** exports against a live sandbox (no replay front), the default and --workers 0 in `repeat` rounds */
+  live: { schools: number; rows: number; repeat: number };
+  /** the whole command's fixed cost: `schools` x `rows`, `repeat` runs after one warm-up */
+  startup: { schools: number; rows: number; repeat: number };
 }
 
 export const PER_PAGE = 1000; // the exporter's default per_page, and the sandbox's maximum
 const FORMATS = ['ndjson', 'csv', 'parquet'] as const;
 
 export type Format = (typeof FORMATS)[number];
+export type Shape = 'standard' | 'wide';
+
 export interface Opts {
   scale: Scale;
+  /** the sandbox's data shape (src/sandbox/wide.ts) every section of this pass serves */
+  shape: Shape;
   work: string;
   /** extra node flags for measured export children (e.g. --cpu-prof) */
   nodeArgs?: string[];
   log: (s: string) => void;
 }
 
-const exportArgs = (sb: SandboxProc, dest: string, format: Format, extra: Partial<ChildArgs> = {}): ChildArgs => ({
+export const exportArgs = (sb: SandboxProc, dest: string, format: Format, extra: Partial<ChildArgs> = {}): ChildArgs => ({
   apiUrl: sb.url,
   domains: sb.domains,
   token: sb.token,
@@ -48,11 +56,11 @@ const exportArgs = (sb: SandboxProc, dest: string, format: Format, extra: Partia
   ...extra,
 });
 
-async function freshDir(work: string, name: string): Promise<string> {
+export async function freshDir(work: string, name: string): Promise<string> {
   return mkdtemp(join(work, `${name}-`));
 }
 
-async function bestExport(o: Opts, args: ChildArgs, repeat: number, name: string): Promise<ChildResult> {
+export async function bestExport(o: Opts, args: ChildArgs, repeat: number, name: string): Promise<ChildResult> {
   let best: ChildResult | undefined;
   for (let i = 0; i < repeat; i++) {
     const dest = args.dest.startsWith('s3://') ? `${args.dest}/${name}-${i}` : await freshDir(o.work, name);
@@ -71,10 +79,16 @@ export interface Runs<T extends { ms: number }> {
   median: T;
   /** wall time of every run, ms, in the order run */
   ms: number[];
+  /** CPU time of every run (all threads), ms, when the runs report it */
+  cpuMs?: number[];
+  /** peak RSS of every run, MB, when the runs report it */
+  rss?: number[];
 }
 
 export interface RawResult {
   ms: number;
+  /** CPU time (user + system) of the script's process, ms */
+  cpuMs: number;
   rows: number;
   maxRssMB: number;
 }
@@ -93,18 +107,25 @@ export interface ThroughputResult {
   pool: PoolStageResult;
 }
 
-function median<T extends { ms: number }>(runs: T[]): Runs<T> {
+export function median<T extends { ms: number; cpuMs?: number; maxRssMB?: number }>(runs: T[]): Runs<T> {
   const sorted = [...runs].sort((a, b) => a.ms - b.ms);
-  return { median: sorted[Math.floor((sorted.length - 1) / 2)]!, ms: runs.map((r) => r.ms) };
+  const cpu = runs.map((r) => r.cpuMs).filter((x): x is number => x !== undefined);
+  const rss = runs.map((r) => r.maxRssMB).filter((x): x is number => x !== undefined);
+  return {
+    median: sorted[Math.floor((sorted.length - 1) / 2)]!,
+    ms: runs.map((r) => r.ms),
+    ...(cpu.length === runs.length ? { cpuMs: cpu } : {}),
+    ...(rss.length === runs.length ? { rss } : {}),
+  };
 }
 
 /** Sections 1, 2, 3 and 7: all over one data set served from memory by the replay front. */
 export async function throughput(o: Opts): Promise<ThroughputResult> {
   const { schools, rows, repeat } = o.scale.throughput;
-  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: PER_PAGE }, true);
+  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: PER_PAGE, dataShape: o.shape }, true);
   try {
     // Warm-up export: fills the front, so every later export receives these same bytes.
-    o.log(`throughput: warm-up export of ${schools} x ${rows} achievements (fills the replay front)`);
+    o.log(`throughput (${o.shape}): warm-up export of ${schools} x ${rows} achievements (fills the replay front)`);
     const warmDir = await freshDir(o.work, 'warm');
     const warm = await runChild<ChildResult>('export-child.mjs', exportArgs(sb, warmDir, 'ndjson'));
     if (warm.status !== 'ok') throw new Error(`warm-up export failed: ${JSON.stringify(warm.failures)}`);
@@ -122,7 +143,7 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
     const runs = new Map<E2EKey, ChildResult[]>();
     const raws: RawResult[] = [];
     for (let i = 0; i < repeat; i++) {
-      o.log(`throughput: round ${i + 1} of ${repeat}: raw-dump script, then each format with the pool and with --workers 0`);
+      o.log(`throughput (${o.shape}): round ${i + 1} of ${repeat}: raw-dump script, then each format with the pool and with --workers 0`);
       const rawDest = await freshDir(o.work, 'raw');
       raws.push(
         await runChild<RawResult>('raw-dump.mjs', { apiUrl: sb.url, domains: sb.domains, token: sb.token, dest: rawDest, concurrency: 4 }),
@@ -208,12 +229,12 @@ export type MemoryResult = Record<string, Record<Format, ChildResult>>;
 export async function memory(o: Opts): Promise<MemoryResult> {
   const out: MemoryResult = {};
   for (const n of o.scale.memory) {
-    const sb = await startSandboxProc({ seed: 1, schools: 1, achievementsPerSchool: n, maxPerPage: PER_PAGE }, true);
+    const sb = await startSandboxProc({ seed: 1, schools: 1, achievementsPerSchool: n, maxPerPage: PER_PAGE, dataShape: o.shape }, true);
     try {
       await warm(o, sb, `memory ${n}`);
       out[n] = {} as Record<Format, ChildResult>;
       for (const f of FORMATS) {
-        o.log(`memory: ${n} rows, ${f}`);
+        o.log(`memory (${o.shape}): ${n} rows, ${f}`);
         out[n][f] = await bestExport(o, exportArgs(sb, '', f), 1, `mem-${n}-${f}`);
       }
     } finally {
@@ -227,6 +248,8 @@ export interface LatencyRun {
   concurrency: number;
   /** set when the run pinned --connections-per-domain (the old default of 8, side by side) */
   connections?: number;
+  /** set for the run with --workers 0, side by side with the default at the same concurrency */
+  workers0?: boolean;
   ms: number;
   requests: number;
   pages: number;
@@ -239,7 +262,7 @@ export interface LatencyRun {
 /** Section 5: wall time and requests against their minimums with latency injected per page (by the front). */
 export async function latency(o: Opts): Promise<LatencyRun[]> {
   const { schools, rows, maxPerPage, ms, concurrency } = o.scale.latency;
-  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage }, true);
+  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage, dataShape: o.shape }, true);
   // What a run must ask: the discovery list, and per school its permissions (probed before a full
   // read) and its pages at the maximum per_page. (The revoked and declined lists are asked only
   // when a school held in the destination is gone from discovery; every run here starts empty.)
@@ -251,20 +274,24 @@ export async function latency(o: Opts): Promise<LatencyRun[]> {
     await warm(o, sb, 'latency');
     await sb.command({ cmd: 'latency', ms });
     // each concurrency with the default connections, then the largest with the old fixed 8
-    const variants: { c: number; connections?: number }[] = [
+    // and the first concurrency again with --workers 0: the pool must not make it slower
+    const variants: { c: number; connections?: number; workers0?: boolean }[] = [
       ...concurrency.map((c) => ({ c })),
       { c: Math.max(...concurrency), connections: 8 },
+      { c: concurrency[0]!, workers0: true },
     ];
-    for (const { c, connections } of variants) {
+    for (const { c, connections, workers0 } of variants) {
       o.log(
-        `latency: ${schools} schools x ${rows}, ${ms} ms per page, concurrency ${c}${connections ? `, ${connections} connections` : ''}`,
+        `latency (${o.shape}): ${schools} schools x ${rows}, ${ms} ms per page, concurrency ${c}${connections ? `, ${connections} connections` : ''}${workers0 ? ', --workers 0' : ''}`,
       );
       await sb.command({ cmd: 'reset' });
-      const r = await bestExport(o, exportArgs(sb, '', 'ndjson', { concurrency: c, connectionsPerDomain: connections }), 1, `lat-${c}`);
+      const extra = { concurrency: c, connectionsPerDomain: connections, ...(workers0 ? { config: { workers: 0 } } : {}) };
+      const r = await bestExport(o, exportArgs(sb, '', 'ndjson', extra), 1, `lat-${c}`);
       const chainMs = (fixed + Math.ceil(schools / c) * perSchool) * ms;
       out.push({
         concurrency: c,
         connections,
+        ...(workers0 ? { workers0 } : {}),
         ms: r.ms,
         requests: await requests(sb),
         pages: r.pages,
@@ -284,6 +311,8 @@ export interface IncrementalResult {
   total: number;
   full: { ms: number; requests: number };
   incremental: { ms: number; requests: number; rows: number };
+  /** the same two runs with --workers 0 into a destination of their own, side by side */
+  workers0: { full: { ms: number }; incremental: { ms: number } };
 }
 
 /**
@@ -294,15 +323,22 @@ export interface IncrementalResult {
  */
 export async function incremental(o: Opts): Promise<IncrementalResult> {
   const { schools, rows } = o.scale.incremental;
-  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: PER_PAGE }, true);
+  const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: PER_PAGE, dataShape: o.shape }, true);
   const dest = await freshDir(o.work, 'incremental');
+  const dest0 = await freshDir(o.work, 'incremental-w0');
   const args = exportArgs(sb, dest, 'ndjson', { resources: ['achievements', 'deletions'] });
+  const args0 = { ...args, dest: dest0, config: { workers: 0 } };
+  const run = async (a: ChildArgs) => {
+    await sb.command({ cmd: 'reset' });
+    const r = await runChild<ChildResult>('export-child.mjs', a, { nodeArgs: o.nodeArgs });
+    if (r.status !== 'ok') throw new Error(`incremental: a run failed: ${JSON.stringify(r.failures)}`);
+    return { r, requests: await requests(sb) };
+  };
   try {
     await warm(o, sb, 'incremental', { resources: args.resources });
-    o.log(`incremental: full run of ${schools} x ${rows}`);
-    await sb.command({ cmd: 'reset' });
-    const full = await runChild<ChildResult>('export-child.mjs', args, { nodeArgs: o.nodeArgs });
-    const fullRequests = await requests(sb);
+    o.log(`incremental (${o.shape}): full runs of ${schools} x ${rows}, default and --workers 0`);
+    const full = await run(args);
+    const full0 = await run(args0);
     const stride = 100; // 1%
     let changed = 0;
     for (let s = 1; s <= schools; s++) {
@@ -312,23 +348,22 @@ export async function incremental(o: Opts): Promise<IncrementalResult> {
         changed++;
       }
     }
-    o.log(`incremental: ${changed} rows changed; incremental run`);
-    await sb.command({ cmd: 'reset' });
-    const inc = await runChild<ChildResult>('export-child.mjs', args, { nodeArgs: o.nodeArgs });
-    const incRequests = await requests(sb);
-    if (full.status !== 'ok' || inc.status !== 'ok')
-      throw new Error(`incremental: a run failed: ${JSON.stringify([...full.failures, ...inc.failures])}`);
-    if ((inc.rows.achievements ?? 0) < changed)
-      throw new Error(`incremental: re-read ${inc.rows.achievements} rows, fewer than the ${changed} changed`);
+    o.log(`incremental (${o.shape}): ${changed} rows changed; incremental runs, default and --workers 0`);
+    const inc = await run(args);
+    const inc0 = await run(args0);
+    if ((inc.r.rows.achievements ?? 0) < changed)
+      throw new Error(`incremental: re-read ${inc.r.rows.achievements} rows, fewer than the ${changed} changed`);
     return {
       changed,
       total: schools * rows,
-      full: { ms: full.ms, requests: fullRequests },
-      incremental: { ms: inc.ms, requests: incRequests, rows: inc.rows.achievements ?? 0 },
+      full: { ms: full.r.ms, requests: full.requests },
+      incremental: { ms: inc.r.ms, requests: inc.requests, rows: inc.r.rows.achievements ?? 0 },
+      workers0: { full: { ms: full0.r.ms }, incremental: { ms: inc0.r.ms } },
     };
   } finally {
     await sb.close();
     await rm(dest, { recursive: true, force: true });
+    await rm(dest0, { recursive: true, force: true });
   }
 }
 
@@ -365,9 +400,11 @@ export interface BigSchoolResult {
   fixed: number;
   plain: BigSchoolRun;
   windowed: BigSchoolRun;
+  /** the windowed run with --workers 0, in the same rounds */
+  windowedW0: BigSchoolRun;
 }
 
-type BigKey = 'plain' | 'windowed';
+type BigKey = 'plain' | 'windowed' | 'windowedW0';
 
 /**
  * Section 5b: one school of `rows` achievements read in full with latency injected per page by the
@@ -380,39 +417,43 @@ type BigKey = 'plain' | 'windowed';
  */
 export async function bigSchool(o: Opts): Promise<BigSchoolResult> {
   const { rows, maxPerPage, ms, concurrency, windows, repeat } = o.scale.bigSchool;
-  const sb = await startSandboxProc({ seed: 1, schools: 1, achievementsPerSchool: rows, maxPerPage }, true);
+  const sb = await startSandboxProc({ seed: 1, schools: 1, achievementsPerSchool: rows, maxPerPage, dataShape: o.shape }, true);
   const pages = Math.ceil(rows / maxPerPage);
   // discovery (one page) and the permissions probe before a full read; a windowed read adds its
   // sampling first page (the destinations start empty: no revocation to reconcile)
   const fixed = 1 + 1;
-  const extra = (w: number): Partial<ChildArgs> => ({ concurrency, ...(w > 1 ? { config: { windows: w } } : {}) });
-  const exportTo = async (dest: string, w: number): Promise<ChildResult> => {
-    const r = await runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, 'ndjson', extra(w)), { nodeArgs: o.nodeArgs });
+  const extra = (w: number, w0 = false): Partial<ChildArgs> => ({
+    concurrency,
+    ...(w > 1 || w0 ? { config: { ...(w > 1 ? { windows: w } : {}), ...(w0 ? { workers: 0 } : {}) } } : {}),
+  });
+  const exportTo = async (dest: string, w: number, w0 = false): Promise<ChildResult> => {
+    const r = await runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, 'ndjson', extra(w, w0)), { nodeArgs: o.nodeArgs });
     if (r.status !== 'ok') throw new Error(`big school: export failed: ${JSON.stringify(r.failures)}`);
     return r;
   };
   try {
     // Warm-ups (unmeasured, no latency) fill the front: the plain walk, then the windowed one.
     o.log('big school: warm-up exports (fill the replay front from the sandbox)');
-    const variants: { key: BigKey; windows: number; minRequests: number }[] = [
+    const variants: { key: BigKey; windows: number; minRequests: number; w0?: boolean }[] = [
       { key: 'plain', windows: 1, minRequests: fixed + pages },
       { key: 'windowed', windows, minRequests: fixed + 1 + pages },
+      { key: 'windowedW0', windows, minRequests: fixed + 1 + pages, w0: true },
     ];
-    for (const v of variants) {
+    for (const v of variants.filter((x) => !x.w0)) {
       const dest = await freshDir(o.work, 'big-warm');
       await exportTo(dest, v.windows);
       await rm(dest, { recursive: true, force: true });
     }
     await sb.command({ cmd: 'latency', ms });
-    const runs: Record<BigKey, BigSchoolRun[]> = { plain: [], windowed: [] };
+    const runs: Record<BigKey, BigSchoolRun[]> = { plain: [], windowed: [], windowedW0: [] };
     for (let i = 0; i < repeat; i++) {
       for (const v of variants) {
         o.log(
-          `big school: round ${i + 1} of ${repeat}, ${rows} achievements, ${pages} pages x ${ms} ms, concurrency ${concurrency}, ${v.windows > 1 ? `--windows ${v.windows}` : 'no windows'}`,
+          `big school (${o.shape}): round ${i + 1} of ${repeat}, ${rows} achievements, ${pages} pages x ${ms} ms, concurrency ${concurrency}, ${v.windows > 1 ? `--windows ${v.windows}` : 'no windows'}${v.w0 ? ', --workers 0' : ''}`,
         );
         await sb.command({ cmd: 'reset' });
         const dest = await freshDir(o.work, `big-${v.key}`);
-        const r = await exportTo(dest, v.windows);
+        const r = await exportTo(dest, v.windows, v.w0);
         const counted = await sb.command({ cmd: 'requests' });
         const back = await readBack(join(dest, 'achievements'));
         await rm(dest, { recursive: true, force: true });
@@ -433,7 +474,16 @@ export async function bigSchool(o: Opts): Promise<BigSchoolResult> {
       }
     }
     const pick = (rs: BigSchoolRun[]): BigSchoolRun => ({ ...median(rs).median, runs: rs.map((r) => r.ms) });
-    return { rows, pages, latencyMs: ms, concurrency, fixed, plain: pick(runs.plain), windowed: pick(runs.windowed) };
+    return {
+      rows,
+      pages,
+      latencyMs: ms,
+      concurrency,
+      fixed,
+      plain: pick(runs.plain),
+      windowed: pick(runs.windowed),
+      windowedW0: pick(runs.windowedW0),
+    };
   } finally {
     await sb.close();
   }

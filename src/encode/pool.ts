@@ -2,10 +2,11 @@
  * Where pages' CPU work runs: this thread, or worker threads once this thread is the bottleneck,
  * behind one interface so the pipeline does not care.
  *  - A pool never makes a run slower: pages are encoded on this thread (no thread start, no copy,
- *    no second JIT warm-up) until this thread's busy share (event-loop utilisation, measured over
- *    windows of BUSY_WINDOW_MS) reaches `busyShare`; only then do threads start, at most
- *    `workers` of them, and take every later page. A run bound by the API's latency, or a night
- *    of small tasks, starts none. `--workers 0` never starts one.
+ *    no second JIT warm-up) until this thread is the bottleneck and pages are what keeps it busy
+ *    (busyMeter: over a window of BUSY_WINDOW_MS, its event-loop utilisation and twice the share
+ *    of the window spent on page work both reach `busyShare`); only then do threads start, at
+ *    most `workers` of them, and take every later page. A run bound by the API's latency, a
+ *    night of small tasks, or the busy start of a small run starts none. `--workers 0` never does.
  *  - Pages go to a worker as transferable buffers and come back as encoded bytes, never as row
  *    objects; each task is pinned to one worker once it has one (its drift and memo live there),
  *    so a task's pages are encoded, and answered, in order. Pages of a task encoded here before
@@ -75,10 +76,11 @@ export interface EncodingOptions {
   /** this thread's busy share (0..1) at which threads start (default DEFAULT_BUSY_SHARE) */
   busyShare?: number;
   /**
-   * This thread's busy share over the last completed window, or undefined while the window runs
-   * (default: event-loop utilisation over windows of BUSY_WINDOW_MS). Tests inject one.
+   * How much this thread is the bottleneck over the last completed window (0..1), given the page
+   * work done here so far (ms), or undefined while the window runs (default: busyMeter()). Tests
+   * inject one.
    */
-  busy?: () => number | undefined;
+  busy?: (pageWorkMs: number) => number | undefined;
 }
 
 /** Threads start when this thread was busy at least this share of the last window. */
@@ -94,18 +96,25 @@ export function defaultWorkers(): number {
   return Math.max(1, availableParallelism() - 1);
 }
 
-/** This thread's event-loop utilisation over windows of `windowMs`: undefined until a window is complete. */
-export function busyMeter(windowMs = BUSY_WINDOW_MS): () => number | undefined {
+/**
+ * Over windows of `windowMs`: this thread's event-loop utilisation, capped by twice the share of
+ * the window it spent on page work (so a thread busy loading code or planning a run does not
+ * count, and one busy half of the time with pages does); undefined until a window is complete.
+ */
+export function busyMeter(windowMs = BUSY_WINDOW_MS): (pageWorkMs: number) => number | undefined {
   let mark = performance.eventLoopUtilization();
   let at = performance.now();
+  let workAt = 0;
   let last: number | undefined;
-  return () => {
+  return (pageWorkMs) => {
     const now = performance.now();
     if (now - at >= windowMs) {
       const next = performance.eventLoopUtilization();
-      last = performance.eventLoopUtilization(next, mark).utilization;
+      const elu = performance.eventLoopUtilization(next, mark).utilization;
+      last = Math.min(elu, (2 * (pageWorkMs - workAt)) / (now - at));
       mark = next;
       at = now;
+      workAt = pageWorkMs;
     }
     return last;
   };
@@ -255,7 +264,9 @@ class WorkerPool implements Encoding {
   private readonly heapMb: number;
   private readonly youngMb: number;
   private readonly busyShare: number;
-  private readonly busy: () => number | undefined;
+  private readonly busy: (pageWorkMs: number) => number | undefined;
+  /** time spent on page work on this thread so far (ms) */
+  private workHere = 0;
   /** set once this thread was found to be the bottleneck: from then on pages go to threads */
   private offloading = false;
   private readonly settled: () => void;
@@ -310,7 +321,7 @@ class WorkerPool implements Encoding {
   /** Whether pages should go to threads now: once this thread was busy `busyShare` of a window, for good. */
   private offload(): boolean {
     if (!this.offloading) {
-      const share = this.busy();
+      const share = this.busy(this.workHere);
       if (share !== undefined && share >= this.busyShare) this.offloading = true;
     }
     return this.offloading;
@@ -331,7 +342,12 @@ class WorkerPool implements Encoding {
       encodeRows: (rows) => local().encode(rows, setup.keyField),
       submit: async (body, gzip) => {
         if (closed) throw new Error('submit after close');
-        if (w === undefined && !this.offload()) return encodeHere(local(), setup, body, gzip);
+        if (w === undefined && !this.offload()) {
+          const t0 = performance.now();
+          const handle = encodeHere(local(), setup, body, gzip);
+          this.workHere += performance.now() - t0;
+          return handle;
+        }
         w ??= this.bind(task, setup);
         await this.slot();
         if (w.failure) {

@@ -135,14 +135,21 @@ describe('encoding pool', () => {
     expect(e.started).toBe(2);
   });
 
-  it('measures this thread busy while it computes', () => {
+  it('measures this thread as the bottleneck only while page work keeps it busy', () => {
     const meter = busyMeter(0);
-    meter();
-    const until = performance.now() + 30;
-    let x = 0;
-    while (performance.now() < until) x += Math.sqrt(x + 1);
-    expect(x).toBeGreaterThan(0);
-    expect(meter()).toBeGreaterThan(0.8);
+    meter(0);
+    const spin = (ms: number) => {
+      const until = performance.now() + ms;
+      let x = 0;
+      while (performance.now() < until) x += Math.sqrt(x + 1);
+      return x;
+    };
+    const t0 = performance.now();
+    expect(spin(30)).toBeGreaterThan(0);
+    const work = performance.now() - t0;
+    expect(meter(work)).toBeGreaterThan(0.8); // all of it page work
+    expect(spin(30)).toBeGreaterThan(0);
+    expect(meter(work)).toBeLessThan(0.2); // busy, but not with pages
   });
 
   it('replaces a worker that died: its tasks fail with E_INTERNAL, later tasks run on a new thread', async () => {
