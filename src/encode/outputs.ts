@@ -5,19 +5,22 @@ import { PHYSICAL } from '../format/parquet/file.ts';
 
 /**
  * One table's rows of a page as they are encoded: text lines appended straight into UTF-8 bytes
- * (with where each row ends), or Parquet columns. take() hands them over in buffers of their own
- * (never Node's shared pool), so they can be transferred to another thread.
+ * (with where each row ends), or Parquet columns. take() hands over the very buffers written
+ * (their own, never Node's shared pool, so they can be transferred to another thread): nothing is
+ * copied, and nothing page-sized stays behind between pages; the next page starts in buffers sized
+ * like this one's.
  */
 export class TextOut {
-  private buf: Uint8Array;
-  private view: Buffer;
+  private buf: Buffer;
   private used = 0;
   private ends: Uint32Array;
   rows = 0;
 
-  constructor(expectedBytes = 64 * 1024, expectedRows = 1024) {
-    this.buf = new Uint8Array(expectedBytes);
-    this.view = Buffer.from(this.buf.buffer);
+  constructor(
+    private expectedBytes = 64 * 1024,
+    private expectedRows = 1024,
+  ) {
+    this.buf = Buffer.allocUnsafeSlow(expectedBytes);
     this.ends = new Uint32Array(expectedRows);
   }
 
@@ -29,7 +32,7 @@ export class TextOut {
   /** Part of a row, as text. */
   text(text: string): void {
     this.reserve(text.length * 3); // bounds UTF-8 (a surrogate pair: 4 bytes for 2 units)
-    this.used += this.view.write(text, this.used);
+    this.used += this.buf.write(text, this.used);
   }
 
   /** Part of a row, already UTF-8 (a memo's cached encoding: copied, not encoded again). */
@@ -41,10 +44,9 @@ export class TextOut {
 
   private reserve(need: number): void {
     if (this.used + need > this.buf.length) {
-      const next = new Uint8Array(Math.max(this.buf.length * 2, this.used + need));
-      next.set(this.buf.subarray(0, this.used));
+      const next = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.used + need));
+      this.buf.copy(next, 0, 0, this.used);
       this.buf = next;
-      this.view = Buffer.from(next.buffer);
     }
   }
 
@@ -59,7 +61,12 @@ export class TextOut {
   }
 
   take(): TextChunk {
-    const chunk: TextChunk = { kind: 'text', rows: this.rows, bytes: this.buf.slice(0, this.used), ends: this.ends.slice(0, this.rows) };
+    const chunk: TextChunk = { kind: 'text', rows: this.rows, bytes: this.buf.subarray(0, this.used), ends: this.ends.subarray(0, this.rows) };
+    // pages of a table are alike: the next starts with room for this one and an eighth more
+    this.expectedBytes = Math.max(4096, Math.ceil(this.used * 1.125));
+    this.expectedRows = Math.max(64, Math.ceil(this.rows * 1.125));
+    this.buf = Buffer.allocUnsafeSlow(this.expectedBytes);
+    this.ends = new Uint32Array(this.expectedRows);
     this.used = 0;
     this.rows = 0;
     return chunk;

@@ -27,7 +27,7 @@ export class ColumnBuilder {
     expectedBytes = 16 * 1024,
   ) {
     this.defs = new Uint8Array(expectedRows);
-    this.data = Buffer.allocUnsafe(expectedBytes);
+    this.data = Buffer.allocUnsafeSlow(expectedBytes); // its own memory: a page's columns may move to another thread
   }
 
   private def(d: number): void {
@@ -41,7 +41,7 @@ export class ColumnBuilder {
 
   private reserve(n: number): void {
     if (this.used + n <= this.data.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.data.length * 2, this.used + n));
+    const next = Buffer.allocUnsafeSlow(Math.max(this.data.length * 2, this.used + n));
     this.data.copy(next, 0, 0, this.used);
     this.data = next;
   }
@@ -118,16 +118,22 @@ export class ColumnBuilder {
     if (c.max > this.max) this.max = c.max;
   }
 
-  /** The rows so far as a standalone slice (its own buffers: transferable), then empty. */
+  /**
+   * The rows so far as a standalone slice, then empty: the builder's own buffers are handed over
+   * (not copied; never Node's shared pool, so they can be transferred to another thread) and the
+   * next rows start in new ones sized like these rows' use.
+   */
   take(): ColumnSlice {
     const out: ColumnSlice = {
       physical: this.physical,
-      defs: this.defs.slice(0, this.rows),
-      data: new Uint8Array(this.data.subarray(0, this.used)),
+      defs: this.defs.subarray(0, this.rows),
+      data: this.data.subarray(0, this.used),
       nonNull: this.nonNull,
       min: this.min,
       max: this.max,
     };
+    this.defs = new Uint8Array(Math.max(64, Math.ceil(this.rows * 1.125)));
+    this.data = Buffer.allocUnsafeSlow(Math.max(256, Math.ceil(this.used * 1.125)));
     this.reset();
     return out;
   }

@@ -150,7 +150,8 @@ export class ParquetFileEncoder {
       const body = this.scratch(levels.length + values.length);
       levels.copy(body, 0);
       values.copy(body, levels.length);
-      const packed = Buffer.from(snappy.compress(body) as Uint8Array);
+      const z = snappy.compress(body) as Uint8Array;
+      const packed = Buffer.from(z.buffer, z.byteOffset, z.byteLength); // a view: no second copy
       const header = encodeStruct(
         struct([1, PAGE_DATA_V1], [2, body.length], [3, packed.length], [5, struct([1, rows], [2, ENC_PLAIN], [3, ENC_RLE], [4, ENC_RLE])]),
       );
