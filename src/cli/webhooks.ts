@@ -4,8 +4,9 @@ import { readSecretFile } from '../config/credentials.ts';
 import { envSetting } from '../config/env.ts';
 import type { LogLevel } from '../config/schema.ts';
 import { openSink } from '../sink/index.ts';
+import { QUEUE_DEFAULTS } from '../webhooks/run-queue.ts';
 import { startWebhookReceiver } from '../webhooks/server.ts';
-import { integerFlag, integerOption } from './common.ts';
+import { integerFlag, integerOption, optionalIntegerFlag } from './common.ts';
 import { createLogger, LOG_LEVELS, type LogEvent } from './log.ts';
 
 /** `school-export webhooks serve`: options, the secret file, log output and signals; the receiver is src/webhooks/. */
@@ -20,6 +21,12 @@ interface ServeArgs {
   's3-endpoint'?: string;
   's3-region'?: string;
   'max-body-bytes'?: number;
+  'max-runs'?: number;
+  'run-batch'?: number;
+  'wait-for-lock'?: number;
+  'run-attempts'?: number;
+  'run-timeout'?: number;
+  'run-delay'?: number;
   'log-level'?: LogLevel;
   json?: boolean;
 }
@@ -51,7 +58,28 @@ const serveCommand: CommandModule<object, ServeArgs> = {
       })
       .option('port', { ...integerOption('port to listen on'), default: 8787 })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address (a TLS reverse proxy in front)' })
-      .option('run', { type: 'string', describe: 'PIPELINE file: on schoolApproved run it at once for that school' })
+      .option('run', {
+        type: 'string',
+        describe: 'PIPELINE file: approved schools are queued and exported by runs of it, one run at a time (docs/webhooks.md)',
+      })
+      .option('max-runs', { ...integerOption('with --run: runs going at once for this destination (each takes shard I of N)'), default: 1 })
+      .option('run-batch', { ...integerOption('with --run: schools per run at most'), default: QUEUE_DEFAULTS.batchSize })
+      .option('wait-for-lock', {
+        ...integerOption("with --run: seconds a run waits for the destination's lease (a nightly run) before it is retried later"),
+        default: QUEUE_DEFAULTS.waitForLockSeconds,
+      })
+      .option('run-attempts', {
+        ...integerOption('with --run: runs a school gets before the receiver gives up on it (the next nightly run exports it)'),
+        default: QUEUE_DEFAULTS.maxAttempts,
+      })
+      .option('run-delay', {
+        ...integerOption('with --run: seconds an approval to an idle queue waits for others to join its run'),
+        default: QUEUE_DEFAULTS.collectMs / 1000,
+      })
+      .option('run-timeout', {
+        ...integerOption('with --run: seconds after which a run is stopped and its unexported schools retried (0: no limit)'),
+        default: QUEUE_DEFAULTS.runTimeoutSeconds,
+      })
       .option('purge-on-revoke', {
         type: 'boolean',
         describe: "on accessRevoked/accessDeclined delete the school's exported files and state",
@@ -75,6 +103,14 @@ const serveCommand: CommandModule<object, ServeArgs> = {
     const a = fromEnv(args, process.env);
     const port = integerFlag('port', a.port, 0, 65535);
     const maxBodyBytes = integerFlag('max-body-bytes', a['max-body-bytes'], 1);
+    const queue = {
+      maxRuns: optionalIntegerFlag('max-runs', a['max-runs'], 1, 64),
+      batchSize: optionalIntegerFlag('run-batch', a['run-batch'], 1, 3000),
+      waitForLockSeconds: optionalIntegerFlag('wait-for-lock', a['wait-for-lock'], 0),
+      maxAttempts: optionalIntegerFlag('run-attempts', a['run-attempts'], 1),
+      runTimeoutSeconds: optionalIntegerFlag('run-timeout', a['run-timeout'], 0),
+      collectMs: (optionalIntegerFlag('run-delay', a['run-delay'], 0, 3600) ?? QUEUE_DEFAULTS.collectMs / 1000) * 1000,
+    };
     if (!a.dest)
       throw new ConfigError(
         'webhooks serve: pass --dest DIR|s3://bucket/prefix (or set SCHOOL_EXPORT_DEST): the destination the runs use',
@@ -97,6 +133,8 @@ const serveCommand: CommandModule<object, ServeArgs> = {
       tokenDir: a['token-dir'],
       purgeOnRevoke: a['purge-on-revoke'],
       runPipeline: a.run,
+      runDest: { dest: a.dest, s3Endpoint: a['s3-endpoint'], s3Region: a['s3-region'] },
+      queue,
       maxBodyBytes,
       log: (e) => log(e as LogEvent),
     });
