@@ -1,6 +1,8 @@
 import { ConfigError } from '../errors.ts';
 import type { Argv, CommandModule } from 'yargs';
-import { readSecretFile } from '../config/credentials.ts';
+import { readSecretFile, resolveToken } from '../config/credentials.ts';
+import { resolveRunConfig } from '../config/resolve.ts';
+import type { PipelineConfig } from '../config/schema.ts';
 import { envSetting } from '../config/env.ts';
 import type { LogLevel } from '../config/schema.ts';
 import { openSink } from '../sink/index.ts';
@@ -40,6 +42,15 @@ function fromEnv(a: ServeArgs, env: NodeJS.ProcessEnv): ServeArgs {
     's3-region': a['s3-region'] ?? envSetting(env, 's3_region'),
     'log-level': a['log-level'] ?? (envSetting(env, 'log_level') as LogLevel | undefined),
   };
+}
+
+/**
+ * `--run PIPELINE` is read now as each run will read it (with the receiver's destination): a typo
+ * in the file, or no token, exits 2 at start instead of failing every queued run later.
+ */
+export function checkRunPipeline(file: string, flags: PipelineConfig, env: NodeJS.ProcessEnv = process.env): void {
+  const cfg = resolveRunConfig(file, flags, env);
+  if (cfg.source.kind === 'api') resolveToken(cfg.source.tokenFile, env);
 }
 
 const serveCommand: CommandModule<object, ServeArgs> = {
@@ -116,6 +127,7 @@ const serveCommand: CommandModule<object, ServeArgs> = {
         'webhooks serve: pass --dest DIR|s3://bucket/prefix (or set SCHOOL_EXPORT_DEST): the destination the runs use',
         'E_USAGE',
       );
+    if (a.run) checkRunPipeline(a.run, { dest: a.dest, s3_endpoint: a['s3-endpoint'], s3_region: a['s3-region'] });
     if (a['log-level'] && !LOG_LEVELS.includes(a['log-level']))
       throw new ConfigError(`SCHOOL_EXPORT_LOG_LEVEL=${a['log-level']}: expected one of ${LOG_LEVELS.join(', ')}`);
     // log lines go to stderr (the team's log contract), JSON unless a person is watching
