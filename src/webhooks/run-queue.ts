@@ -56,7 +56,8 @@ interface Lane {
   index: number;
   running?: Running;
   timer?: { handle: unknown; at: number };
-  pumping?: boolean;
+  /** Set while the lane is being looked at (lease and directive reads); settles when that ends. */
+  pumping?: Promise<void>;
   pumpAgain?: boolean;
   /** Since when the due schools wait for a lease held by another run. */
   leaseWaitSince?: number;
@@ -177,6 +178,7 @@ export class RunQueue {
   async close(): Promise<void> {
     this.stopping = true;
     for (const lane of this.lanes) this.clearTimer(lane);
+    await Promise.all(this.lanes.map((l) => l.pumping)); // a look at the lane under way starts nothing now
     const going = this.lanes.flatMap((l) => (l.running ? [l.running] : []));
     for (const r of going) r.child?.stop();
     await Promise.all(going.map((r) => r.ended));
@@ -231,8 +233,7 @@ export class RunQueue {
       lane.pumpAgain = true;
       return;
     }
-    lane.pumping = true;
-    void (async () => {
+    lane.pumping = (async () => {
       try {
         do {
           lane.pumpAgain = false;
@@ -243,7 +244,7 @@ export class RunQueue {
         this.log({ event: 'queue_failed', level: 'error', error: oneLine(e) });
         this.schedule(lane, this.o.leasePollMs);
       } finally {
-        lane.pumping = false;
+        lane.pumping = undefined;
         this.checkIdle();
       }
     })();
@@ -296,6 +297,7 @@ export class RunQueue {
     }
     lane.leaseWaitSince = undefined;
     const batch = await this.withoutRevoked(due.slice(0, this.o.batchSize));
+    if (this.stopping) return; // closed while the directives were read: the schools stay queued
     if (batch.length) this.start(lane, batch);
     else lane.pumpAgain = true;
   }
