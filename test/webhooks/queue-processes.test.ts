@@ -106,9 +106,9 @@ describe('webhooks serve --run (processes)', () => {
     expect(runLines(first)).toEqual(['run_started']); // the seven wait for it
     expect((await readWebhookQueue(new LocalSink(dest)))!.waiting.map((w) => w.school_id)).toEqual(others);
 
-    first.child.kill('SIGTERM');
-    held.release();
+    first.child.kill('SIGTERM'); // passed on to the run, which abandons its held request
     expect(await first.exit).toBe(0);
+    held.release();
     expect(runLines(first)).toEqual(['run_started', 'run_exit']);
     expect(first.events.find((e) => e.event === 'run_exit')).toMatchObject({ code: 143, retry: 1 });
     const kept = (await readWebhookQueue(new LocalSink(dest)))!;
