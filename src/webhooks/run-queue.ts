@@ -178,7 +178,7 @@ export class RunQueue {
   async close(): Promise<void> {
     this.stopping = true;
     for (const lane of this.lanes) this.clearTimer(lane);
-    await Promise.all(this.lanes.map((l) => l.pumping)); // a look at the lane under way starts nothing now
+    await Promise.all(this.lanes.flatMap((l) => (l.pumping ? [l.pumping] : []))); // a look at the lane under way starts nothing now
     const going = this.lanes.flatMap((l) => (l.running ? [l.running] : []));
     for (const r of going) r.child?.stop();
     await Promise.all(going.map((r) => r.ended));
@@ -451,7 +451,9 @@ export class RunQueue {
   private checkIdle(): void {
     if (this.idleWaiters.length === 0) return;
     const now = this.timers.now();
-    const busy = this.lanes.some((l) => l.running || l.pumping || (!this.stopping && this.due(l, now).due.length > 0));
+    const busy = this.lanes.some(
+      (l) => l.running !== undefined || l.pumping !== undefined || (!this.stopping && this.due(l, now).due.length > 0),
+    );
     if (busy) return;
     for (const w of this.idleWaiters.splice(0)) w();
   }

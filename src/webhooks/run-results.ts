@@ -27,18 +27,20 @@ const RETRY = new Set(['failed', 'interrupted', 'not_started']);
  * Reads the layout as src/manifest/committer.ts writes it.
  */
 export async function readRunTasks(sink: Sink, runId: string): Promise<{ final: boolean; tasks: ManifestTask[] }> {
-  const parse = (buf: Buffer | undefined): Manifest | undefined => {
+  const parse = (buf: Buffer | undefined): Partial<Manifest> | undefined => {
     if (!buf) return undefined;
     try {
-      const m = JSON.parse(buf.toString('utf8')) as Manifest;
-      return m && m.run_id === runId && Array.isArray(m.tasks) ? m : undefined;
+      const m = JSON.parse(buf.toString('utf8')) as Partial<Manifest>;
+      return m && m.run_id === runId ? m : undefined;
     } catch {
       return undefined;
     }
   };
+  const tasksOf = (m: Partial<Manifest> | undefined): ManifestTask[] => (Array.isArray(m?.tasks) ? m.tasks : []);
   const whole = parse(await sink.read(`_manifests/${runId}.json`));
+  // a whole-run manifest may list its tasks itself, or leave them to the parts beside it: both are read
   const parts = await Promise.all((await sink.list(`_manifests/${runId}/`)).map(async (p) => parse(await sink.read(p))));
-  const tasks = [...(whole?.tasks ?? []), ...parts.flatMap((p) => p?.tasks ?? [])];
+  const tasks = [...tasksOf(whole), ...parts.flatMap(tasksOf)];
   return { final: whole !== undefined && whole.status !== 'running', tasks };
 }
 

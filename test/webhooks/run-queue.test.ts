@@ -12,6 +12,7 @@ import { processRunner, runArgs, summaryRunId, type RunOutcome, type RunRequest 
 import { laneOf } from '../../src/webhooks/lanes.ts';
 import { QUEUE_PATH, readWebhookQueue, renderWebhookQueue } from '../../src/webhooks/queue-file.ts';
 import { RunQueue, type RunQueueOptions } from '../../src/webhooks/run-queue.ts';
+import { schoolResults } from '../../src/webhooks/run-results.ts';
 import { ManualTimers, until } from './manual-timers.ts';
 
 /**
@@ -243,6 +244,65 @@ describe('run queue', () => {
     await statusCommandRun({ dest: join(root, 'dest') }, io as never);
     expect(out).toContain('2 schools waiting: A8002, A8003');
     await runs[0]!.end(['A8001']);
+  });
+});
+
+describe('what a run did, from its manifest', () => {
+  it('reads the whole-run manifest and the parts beside it; a run without a whole-run manifest retries all its schools', async () => {
+    const runId = '20261122T011558.123Z-3f9a';
+    const task = (school_id: string, status: string, error?: { code: string; message: string }) => ({
+      school_id,
+      region: 'uk',
+      resource: 'achievements',
+      status,
+      mode: 'full',
+      files: [],
+      rows: {},
+      ...(error ? { error } : {}),
+    });
+    const doc = (o: Record<string, unknown>) => JSON.stringify({ version: 1, run_id: runId, format: 'ndjson', deletions: [], ...o }) + '\n';
+    await sink.writeAtomic(`_manifests/${runId}/part-00001.json`, doc({ status: 'running', part: 1, tasks: [task('A1', 'committed')] }));
+    expect(await schoolResults(sink, ['A1', 'A2'], { code: null, signal: 'SIGKILL', runId })).toEqual(
+      new Map([
+        ['A1', { kind: 'retry', reason: 'the run was killed (SIGKILL) without a run manifest' }],
+        ['A2', { kind: 'retry', reason: 'the run was killed (SIGKILL) without a run manifest' }],
+      ]),
+    );
+    await sink.writeAtomic(
+      `_manifests/${runId}/part-00002.json`,
+      doc({
+        status: 'running',
+        part: 2,
+        tasks: [
+          task('A2', 'failed', { code: 'E_HTTP', message: 'HTTP 500 at /schools/A2/achievements' }),
+          task('A3', 'skipped', { code: 'E_SCHOOL_INACTIVE', message: 'school A3 is inactive' }),
+          task('A4', 'unchanged'),
+          task('A6', 'skipped', { code: 'E_PURGED', message: 'school A6: access revoked while the run was reading it' }),
+        ],
+      }),
+    );
+    // a whole-run manifest that leaves its tasks to its parts (a layout with bounded parts)
+    await sink.writeAtomic(`_manifests/${runId}.json`, doc({ status: 'partial', parts: ['part-00001.json', 'part-00002.json'] }));
+    await sink.writeAtomic(
+      '_state/_directives/school_id=A5.json',
+      JSON.stringify({
+        version: 1,
+        school_id: 'A5',
+        force_full_seq: 1,
+        deactivated: { reason: 'r', at: 'x', event: 'accessDeclined 0123' },
+        updated_at: 'x',
+      }),
+    );
+    const results = await schoolResults(sink, ['A1', 'A2', 'A3', 'A4', 'A5', 'A6', 'A7'], { code: 1, signal: null, runId });
+    expect(Object.fromEntries(results)).toEqual({
+      A1: { kind: 'exported' },
+      A2: { kind: 'retry', reason: 'achievements: HTTP 500 at /schools/A2/achievements' },
+      A3: { kind: 'deferred', reason: 'school A3 is inactive' },
+      A4: { kind: 'exported' },
+      A5: { kind: 'dropped', reason: 'access accessDeclined 0123: r' },
+      A6: { kind: 'dropped', reason: 'school A6: access revoked while the run was reading it' },
+      A7: { kind: 'deferred', reason: 'the run planned nothing for it' },
+    });
   });
 });
 
