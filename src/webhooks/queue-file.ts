@@ -1,4 +1,4 @@
-import { ExportError } from '../errors.ts';
+import { ExportError, oneLine } from '../errors.ts';
 import { isSafeId } from '../ids.ts';
 import type { Sink } from '../sink/types.ts';
 
@@ -45,6 +45,38 @@ export interface QueueFile {
 
 export async function writeQueueFile(sink: Sink, q: QueueFile): Promise<void> {
   await sink.writeAtomic(QUEUE_PATH, JSON.stringify(q, null, 1) + '\n');
+}
+
+/**
+ * Saves the whole queue atomically. Changes made while a write is going share the next one, so a
+ * burst of approvals costs a few writes, not one each; every caller resolves once a write that
+ * began after its change is done. A failed write is logged (the approvals are full-refresh
+ * directives already: the nightly run still exports them) and never throws.
+ */
+export class QueueSaver {
+  private chain: Promise<void> = Promise.resolve();
+  private next: Promise<void> | undefined;
+
+  constructor(
+    private readonly sink: Sink,
+    private readonly snapshot: () => QueueFile,
+    private readonly log: (e: { event: string } & Record<string, unknown>) => void,
+  ) {}
+
+  save(): Promise<void> {
+    if (this.next) return this.next; // not begun yet: it will hold this change too
+    const p = this.chain.then(async () => {
+      this.next = undefined;
+      try {
+        await writeQueueFile(this.sink, this.snapshot());
+      } catch (e) {
+        this.log({ event: 'queue_write_failed', level: 'error', error: oneLine(e) });
+      }
+    });
+    this.next = p;
+    this.chain = p;
+    return p;
+  }
 }
 
 /**

@@ -5,9 +5,10 @@ import { readDirective } from '../manifest/state-store.ts';
 import type { Sink } from '../sink/types.ts';
 import type { ChildRun, ChildRunner, RunOutcome } from './child-run.ts';
 import { blockingLease, laneOf } from './lanes.ts';
-import { readWebhookQueue, writeQueueFile, type QueueFile, type QueuedSchool } from './queue-file.ts';
+import { QueueSaver, readWebhookQueue, type QueueFile, type QueuedSchool } from './queue-file.ts';
 import { schoolResults, type SchoolResult } from './run-results.ts';
 import { realTimers, type Timers } from './timers.ts';
+import { logOutcome, WaitingList, type LogFn } from './waiting-list.ts';
 
 /**
  * One queue of approved schools per destination, and at most `maxRuns` runs at a time (default
@@ -20,7 +21,7 @@ import { realTimers, type Timers } from './timers.ts';
 export interface RunQueueOptions {
   sink: Sink;
   runner: ChildRunner;
-  log: (e: { event: string } & Record<string, unknown>) => void;
+  log: LogFn;
   /** Runs at a time for this destination (each then takes shard I of N); default 1. */
   maxRuns?: number;
   /** Schools per run at most; default 200 (a run's discovery costs the same for 1 school or 200). */
@@ -40,8 +41,6 @@ export interface RunQueueOptions {
   runTimeoutSeconds?: number;
   timers?: Timers;
 }
-
-type LogFn = RunQueueOptions['log'];
 
 interface Running {
   entries: QueuedSchool[];
@@ -78,21 +77,22 @@ export const QUEUE_DEFAULTS = {
 } as const;
 
 export class RunQueue {
-  private readonly waiting = new Map<string, QueuedSchool>();
+  private readonly waiting: WaitingList;
   private readonly lanes: Lane[];
   private readonly timers: Timers;
   private readonly o: Required<Omit<RunQueueOptions, 'timers'>>;
   private readonly receiver: QueueFile['receiver'];
   private stopping = false;
   private idleWaiters: (() => void)[] = [];
-  private writeChain: Promise<void> = Promise.resolve();
-  private nextWrite: Promise<void> | undefined;
+  private readonly saver: QueueSaver;
 
   private constructor(opts: RunQueueOptions) {
     this.timers = opts.timers ?? realTimers;
     this.o = { ...QUEUE_DEFAULTS, ...stripUndefined(opts) } as RunQueue['o'];
     this.lanes = Array.from({ length: Math.max(1, this.o.maxRuns) }, (_, index) => ({ index }));
     this.receiver = { host: HOST, pid: process.pid, started_at: this.iso() };
+    this.waiting = new WaitingList(this.o, () => this.timers.now(), this.o.log);
+    this.saver = new QueueSaver(this.o.sink, () => this.snapshot(), this.o.log);
   }
 
   /** Opens the destination's queue: schools a stopped (or crashed) receiver left are taken up again. */
@@ -102,14 +102,12 @@ export class RunQueue {
     if (kept) {
       // a run that was going when the receiver stopped committed what its manifest says; its
       // schools are asked for again (a school already exported costs one incremental pass)
-      const at = q.iso();
-      for (const r of kept.running) for (const id of r.schools) q.waiting.set(id, { school_id: id, queued_at: at, attempts: 0 });
-      for (const w of kept.waiting) if (!q.waiting.has(w.school_id)) q.waiting.set(w.school_id, { ...w });
+      q.waiting.restore(kept);
       if (q.waiting.size) {
         q.log({ event: 'queue_resumed', level: 'info', waiting: q.waiting.size, runs_interrupted: kept.running.length });
       }
     }
-    await q.persist();
+    await q.saver.save();
     for (const lane of q.lanes) q.pump(lane);
     return q;
   }
@@ -118,24 +116,18 @@ export class RunQueue {
   async add(schoolId: string): Promise<void> {
     if (this.stopping) return;
     const lane = this.laneFor(schoolId);
-    const known = this.waiting.get(schoolId);
-    if (known) {
-      // a new approval asks for a run soon: a pending backoff no longer applies
-      known.attempts = 0;
-      delete known.not_before;
-      delete known.last_error;
-    } else this.waiting.set(schoolId, { school_id: schoolId, queued_at: this.iso(), attempts: 0 });
+    this.waiting.approve(schoolId);
     this.log({ event: 'run_queued', level: 'info', school_id: schoolId, waiting: this.waiting.size });
-    const saved = this.persist();
+    const saved = this.saver.save();
     if (!lane.running && lane.leaseWaitSince === undefined) this.schedule(lane, this.o.collectMs);
     await saved;
   }
 
   /** Access revoked or declined: a waiting school leaves the queue (a run going for it finds the directive and keeps nothing of it). */
   async drop(schoolId: string, reason: string): Promise<void> {
-    if (!this.waiting.delete(schoolId)) return;
-    this.outcome(schoolId, 'info', `dropped from the queue: ${reason}`);
-    await this.persist();
+    if (!this.waiting.remove(schoolId)) return;
+    logOutcome(this.o.log, schoolId, 'info', `dropped from the queue: ${reason}`);
+    await this.saver.save();
     this.checkIdle();
   }
 
@@ -145,7 +137,7 @@ export class RunQueue {
       version: 1,
       updated_at: this.iso(),
       receiver: this.receiver,
-      waiting: [...this.waiting.values()].map((w) => ({ ...w })),
+      waiting: this.waiting.snapshot(),
       running: this.lanes.flatMap((l) =>
         l.running
           ? [
@@ -182,7 +174,7 @@ export class RunQueue {
     const going = this.lanes.flatMap((l) => (l.running ? [l.running] : []));
     for (const r of going) r.child?.stop();
     await Promise.all(going.map((r) => r.ended));
-    await this.persist();
+    await this.saver.save();
   }
 
   private laneFor(schoolId: string): Lane {
@@ -199,11 +191,6 @@ export class RunQueue {
 
   private log(e: Parameters<LogFn>[0]): void {
     this.o.log(e);
-  }
-
-  /** The one line per school and approval: exported, dropped, or deferred to the next run (error when the receiver gave up). */
-  private outcome(schoolId: string, level: 'info' | 'warn' | 'error', outcome: string, extra: Record<string, unknown> = {}): void {
-    this.log({ event: 'school_outcome', level, school_id: schoolId, outcome, ...extra });
   }
 
   // --- scheduling -----------------------------------------------------------------------------
@@ -251,15 +238,7 @@ export class RunQueue {
   }
 
   private due(lane: Lane, now: number): { due: QueuedSchool[]; later: number | undefined } {
-    const due: QueuedSchool[] = [];
-    let later: number | undefined;
-    for (const w of this.waiting.values()) {
-      if (laneOf(w.school_id, this.lanes.length) !== lane.index) continue;
-      const at = w.not_before ? Date.parse(w.not_before) : 0;
-      if (at <= now) due.push(w);
-      else later = Math.min(later ?? at, at);
-    }
-    return { due, later };
+    return this.waiting.due((id) => laneOf(id, this.lanes.length) === lane.index, now);
   }
 
   private async pumpOnce(lane: Lane): Promise<void> {
@@ -290,8 +269,8 @@ export class RunQueue {
       lane.leaseWaitSince = undefined;
       const reason = `the destination's lease was held by run ${holder.run_id} for more than ${this.o.waitForLockSeconds} s`;
       this.log({ event: 'run_lock_timeout', level: 'warn', holder: holder.run_id, schools: Math.min(due.length, this.o.batchSize) });
-      for (const w of due.slice(0, this.o.batchSize)) this.retryOrGiveUp(w, reason);
-      await this.persist();
+      for (const w of due.slice(0, this.o.batchSize)) this.waiting.retryOrGiveUp(w, reason);
+      await this.saver.save();
       lane.pumpAgain = true;
       return;
     }
@@ -309,21 +288,21 @@ export class RunQueue {
     const keep: QueuedSchool[] = [];
     let dropped = false;
     batch.forEach((w, i) => {
-      if (this.waiting.get(w.school_id) !== w) return; // dropped or re-approved meanwhile
+      if (!this.waiting.holds(w)) return; // dropped or re-approved meanwhile
       const off = directives[i]?.deactivated;
       if (!off) return keep.push(w);
-      this.waiting.delete(w.school_id);
+      this.waiting.remove(w.school_id);
       dropped = true;
-      this.outcome(w.school_id, 'info', `dropped from the queue: access ${off.event}: ${off.reason}`);
+      logOutcome(this.o.log, w.school_id, 'info', `dropped from the queue: access ${off.event}: ${off.reason}`);
     });
-    if (dropped) await this.persist();
+    if (dropped) await this.saver.save();
     return keep;
   }
 
   // --- runs -----------------------------------------------------------------------------------
 
   private start(lane: Lane, entries: QueuedSchool[]): void {
-    for (const w of entries) this.waiting.delete(w.school_id);
+    for (const w of entries) this.waiting.remove(w.school_id);
     const schools = entries.map((w) => w.school_id);
     let resolveEnded!: () => void;
     const running: Running = { entries, startedAt: this.iso(), ended: new Promise((r) => (resolveEnded = r)) };
@@ -351,7 +330,7 @@ export class RunQueue {
         running.child?.stop();
       }, this.o.runTimeoutSeconds * 1000);
     }
-    const saved = this.persist();
+    const saved = this.saver.save();
     void done
       .catch((e: unknown): RunOutcome => ({ code: null, signal: null, error: `the run failed: ${oneLine(e)}` }))
       .then(async (outcome) => {
@@ -394,59 +373,22 @@ export class RunQueue {
     const runId = outcome.runId ? { run_id: outcome.runId } : {};
     for (const w of running.entries) {
       const r = results.get(w.school_id)!;
-      if (r.kind === 'exported') this.outcome(w.school_id, 'info', 'exported', runId);
-      else if (r.kind === 'dropped') this.outcome(w.school_id, 'info', `dropped: ${r.reason}`, runId);
-      else if (r.kind === 'deferred') this.outcome(w.school_id, 'warn', `deferred to the next run: ${r.reason}`, runId);
+      if (r.kind === 'exported') logOutcome(this.o.log, w.school_id, 'info', 'exported', runId);
+      else if (r.kind === 'dropped') logOutcome(this.o.log, w.school_id, 'info', `dropped: ${r.reason}`, runId);
+      else if (r.kind === 'deferred') logOutcome(this.o.log, w.school_id, 'warn', `deferred to the next run: ${r.reason}`, runId);
       else if (this.stopping && !running.timedOut)
-        this.requeue(w); // stopped by us, not by its own failure
-      else this.retryOrGiveUp(w, running.timedOut ? `the run was stopped after ${this.o.runTimeoutSeconds} s (${r.reason})` : r.reason);
+        this.waiting.requeue(w); // stopped by us, not by its own failure
+      else
+        this.waiting.retryOrGiveUp(
+          w,
+          running.timedOut ? `the run was stopped after ${this.o.runTimeoutSeconds} s (${r.reason})` : r.reason,
+        );
     }
     lane.running = undefined;
-    await this.persist();
+    await this.saver.save();
   }
 
-  /** Back in the queue as it was (a newer approval for the school, queued meanwhile, takes precedence). */
-  private requeue(w: QueuedSchool): void {
-    if (!this.waiting.has(w.school_id)) this.waiting.set(w.school_id, w);
-  }
-
-  private retryOrGiveUp(w: QueuedSchool, reason: string): void {
-    if (this.waiting.has(w.school_id) && this.waiting.get(w.school_id) !== w) return; // approved again meanwhile: that request stands
-    this.waiting.delete(w.school_id);
-    const attempts = w.attempts + 1;
-    if (attempts >= this.o.maxAttempts) {
-      this.outcome(w.school_id, 'error', `deferred to the next run: ${reason} (the receiver gave up after ${attempts} attempts)`, {
-        attempts,
-      });
-      return;
-    }
-    const delay = Math.min(this.o.maxBackoffSeconds, this.o.backoffSeconds * 2 ** (attempts - 1)) * 1000;
-    this.waiting.set(w.school_id, { ...w, attempts, not_before: this.iso(this.timers.now() + delay), last_error: reason });
-    this.log({ event: 'run_retry', level: 'info', school_id: w.school_id, attempts, retry_in_seconds: delay / 1000, reason });
-  }
-
-  // --- persistence and idleness ------------------------------------------------------------------
-
-  /**
-   * Saves the whole queue atomically. Changes made while a write is going share the next one, so
-   * a burst of approvals costs a few writes, not one each; every caller resolves once a write that
-   * began after its change is done. A failed write is logged (the approvals are full-refresh
-   * directives already: the nightly run still exports them) and never throws.
-   */
-  private persist(): Promise<void> {
-    if (this.nextWrite) return this.nextWrite;
-    const p = this.writeChain.then(async () => {
-      this.nextWrite = undefined;
-      try {
-        await writeQueueFile(this.o.sink, this.snapshot());
-      } catch (e) {
-        this.log({ event: 'queue_write_failed', level: 'error', error: oneLine(e) });
-      }
-    });
-    this.nextWrite = p;
-    this.writeChain = p;
-    return p;
-  }
+  // --- idleness ---------------------------------------------------------------------------------
 
   private checkIdle(): void {
     if (this.idleWaiters.length === 0) return;
