@@ -20,6 +20,7 @@ export async function statusCommandRun(a: StatusArgs, io: CliIo = { out: process
     import('../status/collect.ts'),
     import('../status/render.ts'),
   ]);
+  const { readWebhookQueue, renderWebhookQueue } = await import('../webhooks/queue-file.ts');
   const cfg = resolveRunConfig(a.pipeline, { dest: a.dest, s3_endpoint: a['s3-endpoint'], s3_region: a['s3-region'] });
   const runs = integerFlag('runs', a.runs ?? 10, 0);
   const sink = await openSink(cfg.dest, {
@@ -28,9 +29,12 @@ export async function statusCommandRun(a: StatusArgs, io: CliIo = { out: process
   });
   try {
     const report = await collectStatus(sink, { runs, now });
+    // the webhook receiver's run queue (docs/webhooks.md), when a receiver with --run keeps one here
+    const queue = await readWebhookQueue(sink).catch((e: unknown) => void report.problems.push((e as Error).message));
     if (wantsJson(a.json, io.out as NodeJS.WriteStream)) {
       for (const line of statusLines(report)) await write(io.out, line + '\n');
-    } else await write(io.out, renderStatus(report));
+      if (queue) await write(io.out, JSON.stringify({ type: 'webhook_queue', ...queue }) + '\n');
+    } else await write(io.out, renderStatus(report) + (queue ? '\n' + renderWebhookQueue(queue) : ''));
   } finally {
     await sink.close();
   }
