@@ -116,6 +116,7 @@ async function planSchool(
   let probe = lastKnown(state, resources);
   let tasks = planAll(probe.masked);
   let probed = false;
+  let granted: ReadonlySet<string> | undefined;
   if (o.probe && needsProbe(tasks, o.scopes)) {
     probe = await probeSchool(o.client, school, resources);
     if (probe.inactive) {
@@ -123,11 +124,14 @@ async function planSchool(
       return;
     }
     if (probe.permissions) o.scopes.learn(probe.permissions.body);
+    granted = ScopeKnowledge.granted(probe.permissions?.body);
+    // kept until every school is planned only when the school_permissions task reuses it
+    if (!tasks.some((t) => t.spec.path === PERMISSIONS_PATH)) probe = { masked: [] };
     probed = true;
   }
   return () => {
     if (probed) {
-      const masked = probe.permissions ? o.scopes.decide(probe.permissions.body) : [];
+      const masked = o.scopes.decide(granted);
       tasks = planAll(masked);
       for (const t of tasks) if (t.spec.path === PERMISSIONS_PATH && probe.permissions) t.prefetched = probe.permissions;
       probe = { ...probe, masked };

@@ -30,6 +30,8 @@ export class ScopeKnowledge {
   /** The identities as first seen, for the memory file. */
   private readonly spelled = new Map<string, string>();
   private readonly undetermined = new Set<string>();
+  /** Declared (PROPERTY_SCOPES) or configured: worth a permissions request of their own (needsProbe). */
+  private readonly declared = new Set<string>();
   private learnedNew = false;
   /** Main table -> its declared property columns (candidates for matching). */
   private readonly columns = new Map<string, string[]>();
@@ -40,7 +42,9 @@ export class ScopeKnowledge {
     remembered: Remembered = { identities: {} },
   ) {
     for (const r of resources) this.columns.set(r.name, propertyColumns(r));
-    for (const [table, props] of Object.entries(PROPERTY_SCOPES)) for (const p of props) this.guard(`${table}.${p}`);
+    for (const [table, props] of Object.entries(PROPERTY_SCOPES)) for (const p of props) this.declared.add(`${table}.${p}`);
+    for (const property of Object.keys(configured)) this.declared.add(property);
+    for (const property of this.declared) this.guard(property);
     for (const [property, identity] of Object.entries(configured)) this.add(property, identity);
     for (const [property, ids] of Object.entries(remembered.identities)) for (const id of ids) this.add(property, id);
     this.learnedNew = false;
@@ -71,9 +75,13 @@ export class ScopeKnowledge {
     await sink.writeAtomic(SCOPES_FILE, JSON.stringify({ identities }, null, 2) + '\n');
   }
 
-  /** Whether any table of this resource has a property known to be guarded (its reads need the school's permissions). */
+  /**
+   * Whether a table of this resource has a declared or configured guarded property: its full reads
+   * look at the school's permissions. (Properties only learned from lists, such as schools.mis,
+   * are judged whenever a list is read anyway, without a request of their own.)
+   */
   guards(spec: ResourceSpec): boolean {
-    return this.guardedOf(spec).length > 0;
+    return this.guardedOf(spec).some((p) => this.declared.has(p));
   }
 
   /** "table.column" values guarded by a property scope among this resource's tables, masked or not. */
@@ -84,7 +92,7 @@ export class ScopeKnowledge {
 
   /** Whether some guarded property of this resource has no known permission yet (a read of it should look at the lists). */
   unknownIn(spec: ResourceSpec): boolean {
-    return this.guardedOf(spec).some((p) => this.known.get(p)!.size === 0);
+    return this.guardedOf(spec).some((p) => this.declared.has(p) && this.known.get(p)!.size === 0);
   }
 
   /** Learns from one school's permission list: which listed identities guard which properties. */
@@ -100,14 +108,23 @@ export class ScopeKnowledge {
   }
 
   /**
-   * The school's masked columns ("table.column", sorted): a known guarding permission is missing
-   * from, or not approved in, its list. Properties with no known permission are noted once for the
-   * run (undeterminedProperties) and never claimed.
+   * What decide() needs of a school's list, small enough to keep for every school until all were
+   * read: the approved identities (lower case); undefined when the response holds no list.
    */
-  decide(body: unknown): string[] {
-    if (!Array.isArray((body as { data?: unknown } | undefined)?.data)) return []; // no list: nothing is known of this school
+  static granted(body: unknown): ReadonlySet<string> | undefined {
+    if (!Array.isArray((body as { data?: unknown } | undefined)?.data)) return undefined;
     const granted = new Set<string>();
     for (const p of itemsOf(body)) if (typeof p.identity === 'string' && p.approved !== false) granted.add(identityKey(p.identity));
+    return granted;
+  }
+
+  /**
+   * The school's masked columns ("table.column", sorted): a known guarding permission is missing
+   * from, or not approved in, its list (given as granted() of it). Properties with no known
+   * permission are noted once for the run (undeterminedProperties) and never claimed.
+   */
+  decide(granted: ReadonlySet<string> | undefined): string[] {
+    if (!granted) return []; // no list: nothing is known of this school
     const masked: string[] = [];
     for (const r of this.resources) {
       for (const property of this.guardedOf(r)) {

@@ -24,8 +24,8 @@ describe('ScopeKnowledge', () => {
     // B is decided after A was learned: A's list makes the names known for B too, whatever order they were read in.
     k.learn(b);
     k.learn(a);
-    expect(k.decide(a)).toEqual(['achievements.parents_notified']); // listed but not approved
-    expect(k.decide(b)).toEqual(['achievements.comment', 'achievements.parents_notified']);
+    expect(k.decide(ScopeKnowledge.granted(a))).toEqual(['achievements.parents_notified']); // listed but not approved
+    expect(k.decide(ScopeKnowledge.granted(b))).toEqual(['achievements.comment', 'achievements.parents_notified']);
     expect(k.undeterminedProperties()).toEqual([]);
     expect(k.undeterminedNote()).toBeUndefined();
   });
@@ -34,8 +34,8 @@ describe('ScopeKnowledge', () => {
     const k = new ScopeKnowledge(resources);
     const only = list(['achievements.read'], ['ACHIEVEMENTS.COMMENT.READ', false]);
     k.learn(only);
-    expect(k.decide(only)).toEqual(['achievements.comment']);
-    expect(k.decide(list(['achievements.read']))).toEqual(['achievements.comment']);
+    expect(k.decide(ScopeKnowledge.granted(only))).toEqual(['achievements.comment']);
+    expect(k.decide(ScopeKnowledge.granted(list(['achievements.read'])))).toEqual(['achievements.comment']);
     expect(k.undeterminedProperties()).toEqual(['achievements.parents_notified']);
     expect(k.undeterminedNote()).toMatch(
       /^cannot tell whether the token's scopes hide achievements\.parents_notified: no permission in the schools' lists names it, so nothing was claimed/,
@@ -47,7 +47,9 @@ describe('ScopeKnowledge', () => {
       'achievements.comment': 'ach_note_3.read',
       'achievements.parents_notified': 'ach_note_4.read',
     });
-    expect(k.decide(list(['ACH_NOTE_3.READ'], ['ach_note_4.read', false]))).toEqual(['achievements.parents_notified']);
+    expect(k.decide(ScopeKnowledge.granted(list(['ACH_NOTE_3.READ'], ['ach_note_4.read', false])))).toEqual([
+      'achievements.parents_notified',
+    ]);
     expect(k.undeterminedProperties()).toEqual([]);
   });
 
@@ -59,13 +61,16 @@ describe('ScopeKnowledge', () => {
     expect(k.guardedOf(achievements)).toEqual(['achievements.comment', 'achievements.parents_notified']);
     expect(k.unknownIn(achievements)).toBe(true);
     expect(k.unknownIn(schools)).toBe(false);
-    expect(k.decide(list(['schools.read']))).toEqual(['schools.mis']);
+    // Only declared or configured properties are worth a permissions request of their own.
+    expect([k.guards(achievements), k.guards(schools)]).toEqual([true, false]);
+    expect(new ScopeKnowledge(resources, { 'schools.mis': 'x.read' }).guards(schools)).toBe(true);
+    expect(k.decide(ScopeKnowledge.granted(list(['schools.read'])))).toEqual(['schools.mis']);
   });
 
   it('a response without a list claims nothing', () => {
     const k = new ScopeKnowledge(resources, { 'achievements.comment': 'a.read' });
-    expect(k.decide({})).toEqual([]);
-    expect(k.decide(undefined)).toEqual([]);
+    expect(k.decide(ScopeKnowledge.granted({}))).toEqual([]);
+    expect(k.decide(ScopeKnowledge.granted(undefined))).toEqual([]);
   });
 
   it('remembers what it learned at the destination, merged with what is there, and ignores a torn memory', async () => {
@@ -86,7 +91,7 @@ describe('ScopeKnowledge', () => {
       },
     });
     const known = await ScopeKnowledge.load(sink, resources, {});
-    expect(known.decide(list())).toEqual(['achievements.comment', 'achievements.parents_notified']);
+    expect(known.decide(ScopeKnowledge.granted(list()))).toEqual(['achievements.comment', 'achievements.parents_notified']);
 
     mkdirSync(join(dir, '_state'), { recursive: true });
     writeFileSync(join(dir, SCOPES_FILE), '{"identities": {"achievements.comment": ["ok.read", 5], "../x": ["a.read"]}');
@@ -94,7 +99,7 @@ describe('ScopeKnowledge', () => {
     expect(torn.unknownIn(achievements)).toBe(true);
     writeFileSync(join(dir, SCOPES_FILE), '{"identities": {"achievements.comment": ["ok.read", 5], "../x": ["a.read"]}}');
     const partly = await ScopeKnowledge.load(sink, resources, {});
-    expect(partly.decide(list(['ok.read']))).toEqual([]);
+    expect(partly.decide(ScopeKnowledge.granted(list(['ok.read'])))).toEqual([]);
     expect(partly.undeterminedProperties()).toEqual(['achievements.parents_notified']);
   });
 });
