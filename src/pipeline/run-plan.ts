@@ -113,39 +113,37 @@ async function planSchool(
     resources.map((spec) =>
       planTask(school, spec, state, { directive, settings: o.settings, now: o.now, scopeMasked: masksOf(spec, masked) }),
     );
-  let probe = lastKnown(state, resources);
-  let tasks = planAll(probe.masked);
-  let probed = false;
-  let granted: ReadonlySet<string> | undefined;
-  if (o.probe && needsProbe(tasks, o.scopes)) {
-    probe = await probeSchool(o.client, school, resources);
-    if (probe.inactive) {
-      skipSchool(o.plan, o.reporter, school, probe.inactive);
-      return;
-    }
-    if (probe.permissions) o.scopes.learn(probe.permissions.body);
-    granted = ScopeKnowledge.granted(probe.permissions?.body);
-    // kept until every school is planned only when the school_permissions task reuses it
-    if (!tasks.some((t) => t.spec.path === PERMISSIONS_PATH)) probe = { masked: [] };
-    probed = true;
+  const last = lastKnown(state, resources);
+  const tasks = planAll(last.masked);
+  if (!(o.probe && needsProbe(tasks, o.scopes))) return () => finishSchool(o, school, tasks, last.masked);
+  const probe = await probeSchool(o.client, school, resources);
+  if (probe.inactive) {
+    skipSchool(o.plan, o.reporter, school, probe.inactive);
+    return;
   }
+  if (probe.permissions) o.scopes.learn(probe.permissions.body);
+  const granted = ScopeKnowledge.granted(probe.permissions?.body);
+  // the body is kept until every school is planned only when the school_permissions task reuses it
+  const prefetched = tasks.some((t) => t.spec.path === PERMISSIONS_PATH) ? probe.permissions : undefined;
   return () => {
-    if (probed) {
-      const masked = o.scopes.decide(granted);
-      tasks = planAll(masked);
-      for (const t of tasks) if (t.spec.path === PERMISSIONS_PATH && probe.permissions) t.prefetched = probe.permissions;
-      probe = { ...probe, masked };
-    }
-    for (const t of tasks) {
-      const guarded = o.scopes.guardedOf(t.spec);
-      if (guarded.length) t.scopeGuarded = guarded;
-    }
-    if (probe.masked.length) {
-      o.plan.scopeMasked[school.id] = probe.masked;
-      o.reporter.emit({ event: 'scope_masked', school_id: school.id, columns: probe.masked });
-    }
-    o.plan.tasks.push(...tasks);
+    const masked = o.scopes.decide(granted);
+    const decided = planAll(masked);
+    for (const t of decided) if (t.spec.path === PERMISSIONS_PATH && prefetched) t.prefetched = prefetched;
+    finishSchool(o, school, decided, masked);
   };
+}
+
+/** Once every school's permissions were read: the school's tasks, what they guard, and its masked columns said. */
+function finishSchool(o: PlanIo & { plan: RunPlan; scopes: ScopeKnowledge }, school: SchoolRef, tasks: TaskPlan[], masked: string[]): void {
+  for (const t of tasks) {
+    const guarded = o.scopes.guardedOf(t.spec);
+    if (guarded.length) t.scopeGuarded = guarded;
+  }
+  if (masked.length) {
+    o.plan.scopeMasked[school.id] = masked;
+    o.reporter.emit({ event: 'scope_masked', school_id: school.id, columns: masked });
+  }
+  o.plan.tasks.push(...tasks);
 }
 
 /**
