@@ -72,7 +72,8 @@ export async function acquireLease(sink: Sink, o: LeaseOptions): Promise<Lease> 
   });
   const deadline = now().getTime() + o.waitSeconds * 1000;
   const advisory = o.lock === 'none';
-  if (!advisory) await checkConditionalCreate(sink, { runId: o.runId, now: now() });
+  // Stores are checked (S3 and its imitations); a local directory's exclusive create is link(2), EEXIST by POSIX.
+  if (!advisory && sink.store !== undefined) await checkConditionalCreate(sink, { runId: o.runId, now: now() });
   const create = advisory
     ? (data: string) => createAdvisory(sink, path, data, o.runId, now(), alive)
     : (data: string) => sink.createExclusive(path, data);

@@ -18,7 +18,7 @@ export interface SinkFile {
 export interface Sink {
   /** 'file:///abs/dir' or 's3://bucket/prefix': for messages and manifests. Never carries credentials. */
   readonly url: string;
-  /** Which store serves the destination (S3: its endpoint, or AWS S3), for messages and the lease's conditional-write check. */
+  /** Which store serves the destination (S3: its endpoint, or AWS S3), for messages; a sink with one has its conditional writes checked before the lease trusts them. */
   readonly store?: string;
   /** relPath like 'achievements/region=uk/school_id=A1/RUN-0001.parquet' ('/' separators). */
   openFile(relPath: string): Promise<SinkFile>;
