@@ -5,6 +5,7 @@ import { DEFAULT_ROW_GROUP_ROWS, FORMAT_NAMES, PARQUET_WRITERS, type ParquetWrit
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary } from '../pipeline/summary.ts';
 import { parsePersonalColumns } from '../privacy/config.ts';
+import { parsePropertyScopePairs } from '../resources/scopes.ts';
 import { LOG_LEVELS } from './log.ts';
 import { parseDomains } from '../config/credentials.ts';
 import { onInterrupt } from './interrupt.ts';
@@ -41,6 +42,8 @@ interface RunArgs extends ApiArgs {
   'checkpoint-pages'?: number;
   'checkpoint-seconds'?: number;
   'wait-for-lock'?: number;
+  lock?: 'lease' | 'none';
+  'property-scopes'?: string[];
   'purge-on-revoke'?: boolean;
   shard?: string;
   windows?: number;
@@ -96,6 +99,8 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     checkpoint_pages: a['checkpoint-pages'],
     checkpoint_seconds: a['checkpoint-seconds'],
     wait_for_lock: a['wait-for-lock'],
+    lock: a.lock,
+    property_scopes: a['property-scopes']?.length ? parsePropertyScopePairs(a['property-scopes'], '--property-scopes') : undefined,
     purge_on_revoke: a['purge-on-revoke'],
     shard: a.shard,
     windows: a.windows,
@@ -108,7 +113,7 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
 
 /** Flag values as typed (before splitting lists), so an error shows what the user wrote. */
 export function typedFlags(a: RunArgs): Partial<Record<PipelineKey, unknown>> {
-  return { schools: a.schools, resources: a.resources, domains: a.domain };
+  return { schools: a.schools, resources: a.resources, domains: a.domain, property_scopes: a['property-scopes']?.join(',') };
 }
 
 const h = settingHelp;
@@ -201,6 +206,24 @@ export const runCommand: CommandModule<object, RunArgs> = {
         'wait-for-lock',
         integerOption(h('wait_for_lock', 'seconds to wait for another run holding this destination (or shard); else exit 2 at once', 0)),
       )
+      .option('lock', {
+        choices: ['lease', 'none'] as const,
+        describe: h(
+          'lock',
+          'lease: one run per destination by a conditionally written lease (refused on a store that ignores If-None-Match); none: the scheduler guarantees it (docs/s3.md)',
+          'lease',
+        ),
+      })
+      .option('property-scopes', {
+        type: 'string',
+        array: true,
+        requiresArg: true,
+        describe: h(
+          'property_scopes',
+          'TABLE.COLUMN=PERMISSION, repeatable or comma-separated: the permission the service names for a property (e.g. achievements.comment=achievement_comment.read)',
+          'none',
+        ),
+      })
       .option('purge-on-revoke', {
         type: 'boolean',
         describe: h('purge_on_revoke', 'purge the exported data of schools the service lists as revoked or declined', 'off'),

@@ -8,6 +8,7 @@ interface SandboxArgs {
   achievements?: number;
   'item-envelope'?: 'bare' | 'data';
   'region-mode'?: 'lenient' | 'strict';
+  'property-permission-naming'?: 'dotted' | 'underscore' | 'singular' | 'kebab' | 'upper' | 'opaque';
   'cursor-max-age-ms'?: number;
   'webhook-url'?: string;
 }
@@ -29,6 +30,11 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
         choices: ['lenient', 'strict'] as const,
         describe: "strict: a school's paths answer only at its own regional domain (docs/sandbox.md, Regions)",
       })
+      .option('property-permission-naming', {
+        choices: ['dotted', 'underscore', 'singular', 'kebab', 'upper', 'opaque'] as const,
+        describe:
+          'how property permissions are named: achievements.comment.read (dotted, default), achievement_comment.read, achievement.comment.read, achievements-comment.read, ACHIEVEMENTS.COMMENT.READ, or opaque names',
+      })
       .option('webhook-url', {
         type: 'string',
         describe: 'POST webhooks (schoolApproved, accessRevoked, ...) here when the control API changes a school (e.g. to webhooks serve)',
@@ -46,6 +52,7 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
       achievements: optionalIntegerFlag('achievements', a.achievements, 0),
       itemEnvelope: a['item-envelope'],
       regionMode: a['region-mode'],
+      propertyPermissionNaming: a['property-permission-naming'],
       cursorMaxAgeMs: optionalIntegerFlag('cursor-max-age-ms', a['cursor-max-age-ms'], 1),
       webhookUrl: a['webhook-url'],
     });

@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.ts';
 import { RESOURCES, tableSchemas } from '../resources/index.ts';
 import { mergePersonalData, resolvePersonalData, type PersonalDataSettings } from '../privacy/config.ts';
 import { selectResources } from '../resources/index.ts';
+import { checkPropertyScopes } from '../resources/scopes.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
 import { pipelineFromEnv } from './env.ts';
 import { readPipelineFile } from './file.ts';
@@ -59,6 +60,10 @@ export interface RunConfig {
   checkpointSeconds: number;
   /** Wait this long for another run's lease on the destination before giving up (0: do not wait). */
   waitForLockSeconds: number;
+  /** lease: one run per destination by a conditionally written lease; none: the scheduler guarantees it. */
+  lock: 'lease' | 'none';
+  /** "table.column" -> permission identity (property_scopes), checked against the run's tables. */
+  propertyScopes: Record<string, string>;
   /** A full paginated read is split into this many updated_at windows read side by side (1: off). */
   windows: number;
   /** Purge the data of schools listed as revoked or declined (as the webhook receiver's --purge-on-revoke). */
@@ -185,6 +190,11 @@ export function resolveRunConfig(
     checkpointPages: c.checkpoint_pages ?? DEFAULTS.checkpointPages,
     checkpointSeconds: c.checkpoint_seconds ?? DEFAULTS.checkpointSeconds,
     waitForLockSeconds: c.wait_for_lock ?? 0,
+    lock: c.lock ?? 'lease',
+    propertyScopes: checkPropertyScopes(c.property_scopes, selectResources(undefined, c.custom_resources ?? []), {
+      where: fromFlags.property_scopes ? '--property-scopes' : where,
+      generic: new Set((c.custom_resources ?? []).map((r) => r.name)),
+    }),
     windows: c.windows ?? 1,
     purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },

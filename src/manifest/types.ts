@@ -53,6 +53,8 @@ export interface ManifestTask {
    * the same row version (same key and updated_at).
    */
   scope_masked?: Record<string, string[]>;
+  /** Columns guarded by a property scope in this task (table -> columns), configured or declared, whether or not masked. */
+  scope_guarded?: Record<string, string[]>;
   error?: { code: string; message: string };
 }
 

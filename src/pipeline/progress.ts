@@ -16,6 +16,8 @@ export type RunEvent =
   | ({ event: 'resume_refused' | 'snapshot_incomplete'; reason: string } & Ids)
   | { event: 'school_skipped'; school_id: string; code?: string; reason: string }
   | { event: 'scope_masked'; school_id: string; columns: string[] }
+  | { event: 'scope_undetermined'; properties: string[]; message: string }
+  | { event: 'housekeeping_skipped'; operation: string; permission?: string; message: string }
   | { event: 'lease_wait'; holder: string }
   | { event: 'retry'; url: string; attempt: number; delay_ms: number; reason: string }
   | { event: 'run_done'; run_id: string; status: string; ms: number };
@@ -33,6 +35,8 @@ export function levelOf(e: RunEvent): LogLevel {
     case 'task_interrupted':
     case 'school_skipped':
     case 'scope_masked':
+    case 'scope_undetermined':
+    case 'housekeeping_skipped':
     case 'resume_refused':
     case 'snapshot_incomplete':
     case 'retry':
@@ -124,6 +128,9 @@ class TtyReporter implements Reporter {
         return this.line(`${e.school_id}: no scope for ${e.columns.join(', ')} (exported as null)`);
       case 'lease_wait':
         return this.line(`waiting for the run holding the destination: ${e.holder}`);
+      case 'scope_undetermined':
+      case 'housekeeping_skipped':
+        return this.line(`warning: ${e.message}`);
       default:
         return; // retries show as a task's stall; checkpoints as its progress; the JSON log has both
     }

@@ -7,6 +7,7 @@ import { acquireLease, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { openSink } from '../sink/index.ts';
+import { Housekeeping } from '../sink/housekeeping.ts';
 import type { Sink } from '../sink/types.ts';
 import { ApiClient } from '../source/client.ts';
 import type { Clock } from '../source/retry.ts';
@@ -42,6 +43,8 @@ interface RunIo {
   reporter: Reporter;
   /** Where pages' CPU work runs (worker threads, or this thread with --workers 0). */
   encoding: Encoding;
+  /** Sweeps skipped or failed: said in the summary's notes. */
+  housekeeping?: Housekeeping;
 }
 
 /** One run's identity and bookkeeping, shared by its tasks. */
@@ -78,17 +81,24 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   let sink: Sink | undefined;
   const encoding = createEncoding({ workers: cfg.workers ?? defaultWorkers() });
   let lease: Lease | undefined;
+  // Sweeps the store refuses (or that fail) are one warning each, never the run's failure.
+  const housekeeping = new Housekeeping((w) =>
+    reporter.emit({ event: 'housekeeping_skipped', operation: w.operation ?? w.what, permission: w.permission, message: w.message }),
+  );
   try {
-    sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId });
+    sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId, housekeeping });
     lease = await acquireLease(sink, {
       runId,
       shard: cfg.shard,
       waitSeconds: cfg.waitForLockSeconds,
       ...(deps.signal ? { signal: deps.signal } : {}),
       onWait: (holder) => reporter.emit({ event: 'lease_wait', holder }),
+      lock: cfg.lock,
+      housekeeping,
     });
     await markRunStarted(sink, runId);
-    await sweepLeftovers(sink);
+    const swept = sink;
+    await housekeeping.bestEffort('removing what killed runs left behind', () => sweepLeftovers(swept));
     client = new ApiClient({
       apiUrl: cfg.source.apiUrl,
       token: deps.token,
@@ -103,7 +113,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter, encoding }, { ...deps, runId, startedAt }, requests);
+    return await execute(cfg, { client, sink, reporter, encoding, housekeeping }, { ...deps, runId, startedAt }, requests);
   } finally {
     reporter.close();
     await encoding.close();
@@ -315,7 +325,12 @@ async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<Run
     durationMs: run.clock() - run.began,
     dest: io.sink.url,
     requests: run.requests.count,
-    notes: [...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : []), ...(manifestError ? [manifestError] : [])],
+    notes: [
+      ...plan.notes,
+      ...(io.housekeeping?.warnings().map((w) => w.message) ?? []),
+      ...(plan.nothingToDo ? [plan.nothingToDo] : []),
+      ...(manifestError ? [manifestError] : []),
+    ],
     failRun: manifestError !== undefined || plan.nothingToDo !== undefined,
   });
   io.reporter.emit({ event: 'run_done', run_id: run.runId, status: summary.status, ms: Math.round(summary.durationMs) });

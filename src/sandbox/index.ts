@@ -12,12 +12,14 @@ import { controlHttp } from './control-http.ts';
 import { REGIONS } from './fixtures.ts';
 import { requestHandler, type Listener } from './router.ts';
 import { ITEM_ENVELOPES, REGION_MODES, World, type ItemEnvelope, type RegionMode } from './world.ts';
+import { PROPERTY_PERMISSION_NAMINGS, type PropertyPermissionNaming } from './scopes.ts';
 
 export type { SandboxControl } from './control.ts';
 export type { FaultRule, FaultKind } from './faults.ts';
 export type { Hold, RequestHook, RequestInfo, RequestMatch } from './hooks.ts';
 export type { AccessState } from './fixtures.ts';
 export type { ItemEnvelope, RegionMode, RequestLogEntry } from './world.ts';
+export type { PropertyPermissionNaming } from './scopes.ts';
 export type { WebhookDelivery } from './webhooks.ts';
 
 export interface SandboxOptions {
@@ -37,6 +39,8 @@ export interface SandboxOptions {
   itemEnvelope?: ItemEnvelope;
   /** Where a school's paths answer (see docs/sandbox.md "Regions"); default 'lenient'. */
   regionMode?: RegionMode;
+  /** How property permissions are named in /permissions lists (docs/sandbox.md "Tokens and scopes"); default 'dotted'. */
+  propertyPermissionNaming?: PropertyPermissionNaming;
   host?: string;
   port?: number;
 }
@@ -73,6 +77,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     cursorMaxAgeMs: opts.cursorMaxAgeMs,
     itemEnvelope: oneOf('itemEnvelope', opts.itemEnvelope ?? 'bare', ITEM_ENVELOPES),
     regionMode: oneOf('regionMode', opts.regionMode ?? 'lenient', REGION_MODES),
+    propertyPermissionNaming: oneOf('propertyPermissionNaming', opts.propertyPermissionNaming ?? 'dotted', PROPERTY_PERMISSION_NAMINGS),
   });
   const control = createControl(world);
   const onControl = controlHttp(world, control);

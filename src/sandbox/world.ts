@@ -9,6 +9,7 @@ import { RequestHooks } from './hooks.ts';
 import type { CursorPolicy } from './paginate.ts';
 import { hexOf } from './hash.ts';
 import { SchoolData, type Scope } from './school-data.ts';
+import type { PropertyPermissionNaming } from './scopes.ts';
 import { WebhookSender } from './webhooks.ts';
 import { isoMicros, type Micros } from './time.ts';
 
@@ -46,6 +47,8 @@ export interface WorldOptions {
   cursorMaxAgeMs?: number;
   itemEnvelope: ItemEnvelope;
   regionMode: RegionMode;
+  /** How property permissions are named in /permissions lists (scopes.ts). */
+  propertyPermissionNaming: PropertyPermissionNaming;
   /** How the sandbox waits (slow faults, latency); tests inject one that records instead of waiting. */
   sleep: (ms: number) => Promise<void>;
 }

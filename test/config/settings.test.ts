@@ -56,6 +56,8 @@ const INTERFACE_KEYS: Record<PipelineKey, true> = {
   checkpoint_pages: true,
   checkpoint_seconds: true,
   wait_for_lock: true,
+  lock: true,
+  property_scopes: true,
   windows: true,
   purge_on_revoke: true,
   shard: true,
