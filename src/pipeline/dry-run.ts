@@ -11,6 +11,7 @@ import { ApiClient } from '../source/client.ts';
 import { readsInWindows } from './windows.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun } from './run-plan.ts';
+import { destinationGuard } from './run-privacy.ts';
 
 /** One line of the plan: what a task would read and where it would write. */
 export interface PlannedTask {
@@ -48,6 +49,11 @@ export async function planExport(cfg: RunConfig, deps: { token: string; now?: ()
   const now = (deps.now ?? (() => new Date()))();
   const runId = newRunId(now, cfg.shard);
   const sink = await openForReading(cfg);
+  // the destination's policy and format, as the run would check them: a refusal is the run's (exit 2)
+  const guard = await destinationGuard(cfg, sink, runId, now).catch(async (e: unknown) => {
+    await sink.close();
+    throw e;
+  });
   const client = new ApiClient({
     apiUrl: cfg.source.apiUrl,
     token: deps.token,
@@ -83,7 +89,7 @@ export async function planExport(cfg: RunConfig, deps: { token: string; now?: ()
       })),
       skipped: plan.skipped.map((s) => ({ school_id: s.school_id, code: s.error?.code ?? '', reason: s.error?.message ?? '' })),
       deactivated: plan.deactivated,
-      notes: [...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : [])],
+      notes: [...guard.result.notes, ...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : [])],
       writes: [
         `_manifests/${runId}/part-NNNNN.json`,
         `_manifests/${runId}.json`,

@@ -21,6 +21,7 @@ import { summarise, type RunSummary } from './summary.ts';
 import { admitPiece, commitPiece } from './task-commit.ts';
 import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
 import { createPersonalData, type PersonalData } from '../privacy/personal-data.ts';
+import { destinationGuard, finishPersonalData, type RunPrivacy, startPersonalData } from './run-privacy.ts';
 
 export interface RunDeps {
   /** The access token (the command line resolves it from --token-file or SCHOOL_API_TOKEN). */
@@ -59,6 +60,8 @@ interface RunContext {
   inactive: Map<string, ExportError>;
   /** The personal-data policy every task applies (compiled per table once per run). */
   personalData: PersonalData;
+  /** The destination's policy and format as this run keeps them, and the purge of what a tightening replaced. */
+  privacy: RunPrivacy;
 }
 
 /**
@@ -80,6 +83,8 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   let lease: Lease | undefined;
   try {
     sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId });
+    // the destination's policy and format, checked before anything is written or requested
+    const guard = await destinationGuard(cfg, sink, runId, startedAt);
     lease = await acquireLease(sink, {
       runId,
       shard: cfg.shard,
@@ -87,6 +92,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
       ...(deps.signal ? { signal: deps.signal } : {}),
       onWait: (holder) => reporter.emit({ event: 'lease_wait', holder }),
     });
+    await guard.record();
     await markRunStarted(sink, runId);
     await sweepLeftovers(sink);
     client = new ApiClient({
@@ -103,7 +109,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter, encoding }, { ...deps, runId, startedAt }, requests);
+    return await execute(cfg, { client, sink, reporter, encoding }, { ...deps, runId, startedAt, guard: guard.result }, requests);
   } finally {
     reporter.close();
     await encoding.close();
@@ -114,7 +120,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   }
 }
 
-type StartedDeps = RunDeps & { runId: string; startedAt: Date };
+type StartedDeps = RunDeps & { runId: string; startedAt: Date; guard: Awaited<ReturnType<typeof destinationGuard>>['result'] };
 
 async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
@@ -146,6 +152,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
   const seqs = new Map<string, number>();
   const clock = deps.clock ?? (() => performance.now());
   const personalData = createPersonalData(cfg.personalData.policy, cfg.personalData.key);
+  const privacy = startPersonalData(cfg, io.sink, { runId, personalData, guard: deps.guard });
   const header: ConstructorParameters<typeof Committer>[1] = {
     version: 1,
     run_id: runId,
@@ -153,8 +160,10 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     format: cfg.format,
     format_options: { ...cfg.formatOptions },
     ...(cfg.shard.count > 1 ? { shard: cfg.shard } : {}),
-    personal_data: personalData.record,
+    personal_data: privacy.manifestRecord,
+    ...(deps.guard.formatChange ? { format_change: deps.guard.formatChange } : {}),
   };
+  privacy.header = header;
   return {
     runId,
     startedAt,
@@ -171,6 +180,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     signal: deps.signal,
     inactive: new Map(),
     personalData,
+    privacy,
   };
 }
 
@@ -265,7 +275,11 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     nextSeq: run.nextSeq,
     checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
     admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name }),
-    commit: (piece) => commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name }, piece),
+    commit: (piece) =>
+      commitPiece(
+        { sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name },
+        run.privacy.tightening.watch(plan.school, piece),
+      ),
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
     signal: run.signal,
@@ -300,6 +314,8 @@ function endedTask(plan: TaskPlan, status: ManifestTask['status'], err: ExportEr
 
 async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<RunSummary> {
   const interrupted = run.signal?.aborted === true;
+  // the purge of files a tightening replaced, and each policy entry's columns for the manifest
+  const pd = await finishPersonalData(run.privacy, run.committer, { interrupted });
   let manifest: Manifest;
   let manifestError: string | undefined;
   try {
@@ -315,8 +331,9 @@ async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<Run
     durationMs: run.clock() - run.began,
     dest: io.sink.url,
     requests: run.requests.count,
-    notes: [...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : []), ...(manifestError ? [manifestError] : [])],
-    failRun: manifestError !== undefined || plan.nothingToDo !== undefined,
+    notes: [...plan.notes, ...pd.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : []), ...(manifestError ? [manifestError] : [])],
+    failRun: manifestError !== undefined || plan.nothingToDo !== undefined || pd.failed,
+    ...(await pd.summary(manifest)),
   });
   io.reporter.emit({ event: 'run_done', run_id: run.runId, status: summary.status, ms: Math.round(summary.durationMs) });
   return summary;

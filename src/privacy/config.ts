@@ -7,6 +7,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';
 import type { TableSchema } from '../table.ts';
+import { closest } from './columns.ts';
 import { KEEP_ALL, needsKey, type Action, type PersonalDataPolicy } from './policy.ts';
 import { MIN_KEY_BYTES, PseudonymiseKey } from './pseudonym.ts';
 
@@ -89,7 +90,11 @@ function checkColumns(columns: Record<string, Action>, tables: readonly TableSch
     if (!ACTIONS.includes(action)) throw new ConfigError(`${at}: expected one of ${ACTIONS.join(', ')}`);
     const table = byName.get(key.slice(0, dot));
     if (!table) {
-      throw new ConfigError(`${at}: no table ${JSON.stringify(key.slice(0, dot))} in this run (known: ${[...byName.keys()].join(', ')})`);
+      const near = closest(key.slice(0, dot), [...byName.keys()]);
+      const hint = near.length ? `did you mean ${near.map((t) => `${t}.${key.slice(dot + 1)}`).join(' or ')}? ` : '';
+      throw new ConfigError(
+        `${at}: no table ${JSON.stringify(key.slice(0, dot))} in this run (${hint}known: ${[...byName.keys()].join(', ')})`,
+      );
     }
     const column = key.slice(dot + 1);
     if (column.startsWith('_') && table.columns.some((c) => c.name === column)) {

@@ -31,6 +31,16 @@ export const CLASS_ACTIONS: Readonly<Record<PersonalClass, readonly Action[]>> =
 
 const RANK: Record<Action, number> = { keep: 0, pseudonymise: 1, drop: 2 };
 
+/** How strict an action is: keep < pseudonymise < drop. */
+export function actionRank(a: Action): number {
+  return RANK[a];
+}
+
+/** The policy a record describes (what the manifest and the destination keep of a policy). */
+export function policyOf(r: PersonalDataRecord): PersonalDataPolicy {
+  return { person_id: r.person_id, direct_identifier: r.direct_identifier, free_text: r.free_text, columns: { ...(r.columns ?? {}) } };
+}
+
 export function isKeepAll(p: PersonalDataPolicy): boolean {
   return (
     p.person_id === 'keep' &&
