@@ -22,7 +22,12 @@ export function checkPolicyColumns(columns: Readonly<Record<string, Action>>, ta
     const schema = tables.find((t) => t.name === table);
     if (!schema || knownColumn(schema, column, seen)) continue; // an unknown table is refused with the other table checks
     const near = closest(key, knownKeys(tables, seen), Math.max(2, Math.floor(column.length / 3)));
-    const hint = near.length ? `did you mean ${near.join(' or ')}?` : `${table} declares ${schema.columns.map((c) => c.name).join(', ')}`;
+    const hint = near.length
+      ? `did you mean ${near.join(' or ')}?`
+      : `${table} declares ${schema.columns
+          .filter((c) => !c.name.startsWith('_'))
+          .map((c) => c.name)
+          .join(', ')}`;
     throw new ConfigError(
       `personal_data.columns.${key}: ${table} has no column ${JSON.stringify(column)}: it is not declared, no name rule recognises it and no run of this destination saw it; ${hint}`,
     );

@@ -58,13 +58,7 @@ export function resolvePersonalData(
   tables: readonly TableSchema[],
   env: NodeJS.ProcessEnv = process.env,
 ): PersonalDataSettings {
-  const policy: PersonalDataPolicy = {
-    person_id: cfg?.person_id ?? KEEP_ALL.person_id,
-    direct_identifier: cfg?.direct_identifier ?? KEEP_ALL.direct_identifier,
-    free_text: cfg?.free_text ?? KEEP_ALL.free_text,
-    columns: { ...(cfg?.columns ?? {}) },
-  };
-  checkColumns(policy.columns, tables);
+  const policy = policyFromConfig(cfg, tables);
   if (!needsKey(policy)) return { policy };
   const path = keyFile ?? (env[KEY_FILE_ENV] || undefined);
   if (!path) {
@@ -79,6 +73,18 @@ export function resolvePersonalData(
     );
   }
   return { policy, key: readKeyFile(path) };
+}
+
+/** The policy the settings describe (defaults: keep), its overrides checked against the tables; no key read. */
+export function policyFromConfig(cfg: PersonalDataConfig | undefined, tables: readonly TableSchema[]): PersonalDataPolicy {
+  const policy: PersonalDataPolicy = {
+    person_id: cfg?.person_id ?? KEEP_ALL.person_id,
+    direct_identifier: cfg?.direct_identifier ?? KEEP_ALL.direct_identifier,
+    free_text: cfg?.free_text ?? KEEP_ALL.free_text,
+    columns: { ...(cfg?.columns ?? {}) },
+  };
+  checkColumns(policy.columns, tables);
+  return policy;
 }
 
 function checkColumns(columns: Record<string, Action>, tables: readonly TableSchema[]): void {
