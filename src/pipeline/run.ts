@@ -83,8 +83,8 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   let lease: Lease | undefined;
   try {
     sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId });
-    // the destination's policy and format, checked before anything is written or requested
-    const guard = await destinationGuard(cfg, sink, runId, startedAt);
+    // the destination's policy and format, checked before anything is written or requested ...
+    await destinationGuard(cfg, sink, runId, startedAt);
     lease = await acquireLease(sink, {
       runId,
       shard: cfg.shard,
@@ -92,7 +92,8 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
       ...(deps.signal ? { signal: deps.signal } : {}),
       onWait: (holder) => reporter.emit({ event: 'lease_wait', holder }),
     });
-    await guard.record();
+    // ... and again under the lease: the run it waited for may have changed them
+    const guard = await destinationGuard(cfg, sink, runId, startedAt);
     await markRunStarted(sink, runId);
     await sweepLeftovers(sink);
     client = new ApiClient({
@@ -109,7 +110,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter, encoding }, { ...deps, runId, startedAt, guard: guard.result }, requests);
+    return await execute(cfg, { client, sink, reporter, encoding }, { ...deps, runId, startedAt, guard }, requests);
   } finally {
     reporter.close();
     await encoding.close();
@@ -120,7 +121,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   }
 }
 
-type StartedDeps = RunDeps & { runId: string; startedAt: Date; guard: Awaited<ReturnType<typeof destinationGuard>>['result'] };
+type StartedDeps = RunDeps & { runId: string; startedAt: Date; guard: Awaited<ReturnType<typeof destinationGuard>> };
 
 async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
@@ -133,6 +134,9 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
     personalData: run.personalData.fingerprint,
     reconcile: (approved) => reconcile(cfg, io, run, held, approved),
   });
+  // recorded before any task can commit a file under this run's policy and format (after discovery:
+  // a run stopped by a bad token leaves no record of a policy nothing was written under)
+  await deps.guard.record();
   for (const t of plan.skipped) run.committer.record(t);
   io.reporter.emit({
     event: 'run_start',
@@ -152,7 +156,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
   const seqs = new Map<string, number>();
   const clock = deps.clock ?? (() => performance.now());
   const personalData = createPersonalData(cfg.personalData.policy, cfg.personalData.key);
-  const privacy = startPersonalData(cfg, io.sink, { runId, personalData, guard: deps.guard });
+  const privacy = startPersonalData(cfg, io.sink, { runId, personalData, guard: deps.guard.result });
   const header: ConstructorParameters<typeof Committer>[1] = {
     version: 1,
     run_id: runId,
@@ -161,7 +165,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     format_options: { ...cfg.formatOptions },
     ...(cfg.shard.count > 1 ? { shard: cfg.shard } : {}),
     personal_data: privacy.manifestRecord,
-    ...(deps.guard.formatChange ? { format_change: deps.guard.formatChange } : {}),
+    ...(deps.guard.result.formatChange ? { format_change: deps.guard.result.formatChange } : {}),
   };
   privacy.header = header;
   return {

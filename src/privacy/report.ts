@@ -113,6 +113,7 @@ export function fieldLines(
   actions: Readonly<Record<string, Readonly<Record<string, FieldAction>>>>,
 ): string[] {
   const grouped = (table: string, fields: readonly string[]): string => {
+    if (!actions[table]) return list(fields); // not told what the policy did: no claim about it
     const by: Record<string, string[]> = {};
     for (const f of fields) (by[actions[table]?.[f] ?? 'kept'] ??= []).push(f);
     return (['dropped', 'pseudonymised', 'kept'] as const)
