@@ -1,16 +1,14 @@
-import { existsSync } from 'node:fs';
 import type { RunConfig } from '../config/resolve.ts';
 import { ConfigError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import { statePath } from '../manifest/state-store.ts';
 import { tableSchemas } from '../resources/index.ts';
-import { openSink, parseDest } from '../sink/index.ts';
-import type { Sink } from '../sink/types.ts';
 import { ApiClient } from '../source/client.ts';
 import { readsInWindows } from './windows.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun } from './run-plan.ts';
+import { openForReading } from './dest-reader.ts';
 import { destinationGuard } from './run-privacy.ts';
 
 /** One line of the plan: what a task would read and where it would write. */
@@ -100,31 +98,6 @@ export async function planExport(cfg: RunConfig, deps: { token: string; now?: ()
     await client.close();
     await sink.close();
   }
-}
-
-async function openForReading(cfg: RunConfig): Promise<Sink> {
-  const dest = parseDest(cfg.dest);
-  if (dest.kind === 'local' && !existsSync(dest.dir)) return emptyDestination(`file://${dest.dir}`);
-  return openSink(cfg.dest, { s3: { ...cfg.s3 }, readOnly: true });
-}
-
-/** A destination nothing was written to yet: every read finds nothing. */
-function emptyDestination(url: string): Sink {
-  const refuse = (): never => {
-    throw new ConfigError('a dry run writes nothing');
-  };
-  return {
-    url,
-    read: async () => undefined,
-    list: async () => [],
-    listTemp: async () => [],
-    openFile: refuse,
-    writeAtomic: refuse,
-    createExclusive: refuse,
-    remove: refuse,
-    sweepTemp: refuse,
-    close: async () => undefined,
-  };
 }
 
 /** The plan as a person reads it. */

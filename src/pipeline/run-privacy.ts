@@ -21,6 +21,7 @@ import { Tightening } from '../privacy/tighten.ts';
 import { selectResources, tableSchemas } from '../resources/index.ts';
 import type { Sink } from '../sink/types.ts';
 import type { TableSchema } from '../table.ts';
+import { openForReading } from './dest-reader.ts';
 
 export interface RunPrivacy {
   personalData: PersonalData;
@@ -65,6 +66,18 @@ export async function destinationGuard(
     dest: cfg.dest,
   });
   return { result, record: () => recordDestination(sink, result) };
+}
+
+/** The same check on the destination opened read-only (a new local one is not even created): a refusal writes nothing. */
+export async function checkBeforeWriting(cfg: RunConfig, runId: string, now: Date): Promise<void> {
+  // a destination that cannot be read this way (a file, a dangling link) is named by opening it to write
+  const reading = await openForReading(cfg).catch(() => undefined);
+  if (!reading) return;
+  try {
+    await destinationGuard(cfg, reading, runId, now);
+  } finally {
+    await reading.close();
+  }
 }
 
 export function startPersonalData(

@@ -21,7 +21,7 @@ import { summarise, type RunSummary } from './summary.ts';
 import { admitPiece, commitPiece } from './task-commit.ts';
 import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
 import { createPersonalData, type PersonalData } from '../privacy/personal-data.ts';
-import { destinationGuard, finishPersonalData, type RunPrivacy, startPersonalData } from './run-privacy.ts';
+import { checkBeforeWriting, destinationGuard, finishPersonalData, type RunPrivacy, startPersonalData } from './run-privacy.ts';
 
 export interface RunDeps {
   /** The access token (the command line resolves it from --token-file or SCHOOL_API_TOKEN). */
@@ -82,9 +82,10 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   const encoding = createEncoding({ workers: cfg.workers ?? defaultWorkers() });
   let lease: Lease | undefined;
   try {
+    // the destination's policy and format, checked before anything is written (even the probe of
+    // a new destination) or requested ...
+    await checkBeforeWriting(cfg, runId, startedAt);
     sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId });
-    // the destination's policy and format, checked before anything is written or requested ...
-    await destinationGuard(cfg, sink, runId, startedAt);
     lease = await acquireLease(sink, {
       runId,
       shard: cfg.shard,
