@@ -79,10 +79,10 @@ export function policyRecord(p: PersonalDataPolicy, key?: PseudonymiseKey): Pers
  * transformed ones; a full snapshot lets a loader replace them).
  */
 export function policyFingerprint(r: PersonalDataRecord): string {
-  const cols = Object.entries(r.columns ?? {})
-    .filter(([, a]) => a !== 'keep')
-    .sort(([a], [b]) => a.localeCompare(b));
-  if (r.person_id === 'keep' && r.direct_identifier === 'keep' && r.free_text === 'keep' && cols.length === 0) return 'keep';
+  // A `keep` override counts: under free_text drop, "achievements.comment": "keep" writes comments.
+  const cols = Object.entries(r.columns ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  const classesKeep = r.person_id === 'keep' && r.direct_identifier === 'keep' && r.free_text === 'keep';
+  if (classesKeep && cols.every(([, a]) => a === 'keep')) return 'keep';
   const canonical = JSON.stringify([r.person_id, r.direct_identifier, r.free_text, cols, r.key_id ?? null]);
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }
