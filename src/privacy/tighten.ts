@@ -204,8 +204,8 @@ export class Tightening {
       schools.map((s) =>
         limit(() =>
           updateState(sink, s.state.region, s.state.school_id, (st) => {
-            for (const r of Object.values(st.resources))
-              if (r.purge_before !== undefined && r.purge_before <= s.before) delete r.purge_before;
+            // every mark is met: the files before the earliest re-read are gone, later ones are the current policy's
+            for (const r of Object.values(st.resources)) delete r.purge_before;
           }),
         ),
       ),
