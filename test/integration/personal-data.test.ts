@@ -225,7 +225,7 @@ describe('personal data: pseudonymised person ids, no direct identifiers or free
   it.each(FORMATS)('$name: nothing personal in the destination or the warehouse, and the same join counts', async ({ name, flags }) => {
     const { dest, db, summary } = await exportAndLoad(name, { ...flags, personal_data: STRICT, pseudonymise_key_file: keyFile });
     const key = new PseudonymiseKey(Buffer.from(keyText));
-    expect(summary.personalData).toEqual({ ...STRICT, key_id: key.id });
+    expect(summary.personalData).toMatchObject({ ...STRICT, key_id: key.id });
 
     const inFiles = await destinationHits(dest, find);
     // every built-in table, manifests, state and snapshot id lists were searched
