@@ -10,6 +10,7 @@ import { selectResources } from '../resources/index.ts';
 import { planRun } from './run-plan.ts';
 import { openForReading } from './dest-reader.ts';
 import { destinationGuard } from './run-privacy.ts';
+import { DESTINATION_RECORD } from '../privacy/destination.ts';
 
 /** One line of the plan: what a task would read and where it would write. */
 export interface PlannedTask {
@@ -92,6 +93,7 @@ export async function planExport(cfg: RunConfig, deps: { token: string; now?: ()
         `_manifests/${runId}/part-NNNNN.json`,
         `_manifests/${runId}.json`,
         `_state/_locks/run${cfg.shard.count > 1 ? `-s${cfg.shard.index}of${cfg.shard.count}` : ''}.json`,
+        ...(guard.result.changed ? [DESTINATION_RECORD] : []),
       ],
     };
   } finally {

@@ -93,20 +93,30 @@ export function earlierPolicy(r: DestinationRecord, fingerprint: string): Person
   return r.earlier?.find((e) => e.fingerprint === fingerprint)?.personal_data;
 }
 
+/** Manifests read to infer a record: the newest runs say the format and policy, and most fields sent. */
+const INFER_FROM = 30;
+
 /**
- * A destination written before records existed: the format and policy of its latest run with
- * data, and the undeclared fields every manifest lists. Read once: the run then writes the record.
+ * A destination written before records existed: the format and policy of its latest run (a
+ * purge's manifest says neither), and the undeclared fields its newest manifests list. Read once:
+ * the run then writes the record. Only the newest whole-run manifests are read, newest first, so
+ * a destination with years of runs costs a few reads, not all of them.
  */
 async function inferRecord(sink: DestinationStore): Promise<DestinationRecord | undefined> {
-  const paths = (await sink.list('_manifests/')).filter((p) => p.endsWith('.json'));
-  if (paths.length === 0) return undefined;
+  const runs = (await sink.list('_manifests/'))
+    .map((p) => /^_manifests\/([^/]+)\.json$/.exec(p))
+    .filter((m): m is RegExpExecArray => m !== null && !m[1]!.includes('-purge-'))
+    .map((m) => ({ path: m[0], runId: m[1]! }))
+    .sort((a, b) => (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
+    .slice(0, INFER_FROM);
+  if (runs.length === 0) return undefined;
   const limit = pLimit(8);
   const docs = await Promise.all(
-    paths.map((p) =>
+    runs.map((r) =>
       limit(async () => {
         try {
-          const buf = await sink.read(p);
-          return buf ? { path: p, m: JSON.parse(buf.toString('utf8')) as Manifest } : undefined;
+          const buf = await sink.read(r.path);
+          return buf ? { path: r.path, m: JSON.parse(buf.toString('utf8')) as Manifest } : undefined;
         } catch {
           return undefined; // an unreadable manifest says nothing about the policy; loaders report it
         }
@@ -116,12 +126,10 @@ async function inferRecord(sink: DestinationStore): Promise<DestinationRecord | 
   const fields: Record<string, Set<string>> = {};
   let latest: { path: string; m: Manifest } | undefined;
   for (const d of docs) {
-    if (!d || !Array.isArray(d.m.tasks)) continue;
-    for (const t of d.m.tasks)
+    if (!d || d.m === null || typeof d.m !== 'object' || typeof d.m.format !== 'string') continue;
+    latest ??= d; // newest first
+    for (const t of Array.isArray(d.m.tasks) ? d.m.tasks : [])
       for (const [table, f] of Object.entries(t.drift_fields ?? {})) for (const x of f) (fields[table] ??= new Set()).add(x);
-    // purge manifests write no file: their format describes nothing
-    if (!d.m.tasks.some((t) => t.status === 'committed' && (t.files?.length ?? 0) > 0)) continue;
-    if (!latest || String(d.m.run_id) > String(latest.m.run_id)) latest = d;
   }
   if (!latest) return undefined;
   const personal = bareRecord(latest.m.personal_data);

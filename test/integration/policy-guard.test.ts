@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { exitCodeFor } from '../../src/cli/commands.ts';
@@ -162,11 +162,27 @@ describe('a destination keeps its personal-data policy and its format', () => {
     expect((await run(dest)).status).toBe('ok');
   });
 
+  it('a destination written before records existed keeps the policy of its latest run', async () => {
+    const dest = join(tmp.dir, 'legacy');
+    const first = await run(dest, { personal_data: STRICT, pseudonymise_key_file: keyA });
+    rmSync(join(dest, DESTINATION_RECORD)); // as an older version left it
+    const e = await refused(dest, {});
+    expect(e.code).toBe('E_POLICY_CHANGE');
+    expect(e.message).toContain(`(recorded by run ${first.runId}): person_id pseudonymise -> keep (weaker)`);
+    expect(existsSync(join(dest, DESTINATION_RECORD))).toBe(false);
+    expect((await run(dest, { personal_data: STRICT, pseudonymise_key_file: keyA })).status).toBe('ok');
+    const record = JSON.parse(readFileSync(join(dest, DESTINATION_RECORD), 'utf8')) as DestinationRecord;
+    expect(record).toMatchObject({ format: 'ndjson', since: { run_id: first.runId } });
+    expect(record).not.toHaveProperty('inferred_from');
+    expect(record.fields_seen?.achievement_students).toEqual(expect.arrayContaining(['forename', 'surname', 'upn']));
+  });
+
   it('a stricter policy is accepted and announced, by the dry run too', async () => {
     const dest = join(tmp.dir, 'stricter');
     await run(dest);
     const cfg = sandboxConfig(sb, dest, { format: 'ndjson', personal_data: { free_text: 'drop' } });
     const plan = await planExport(cfg, { token: sb.tokens.full });
+    expect(plan.writes).toContain(DESTINATION_RECORD);
     expect(plan.notes.join('\n')).toMatch(
       /^personal-data policy stricter than the destination's \(since run .*\): free_text keep -> drop \(stricter\)/,
     );
