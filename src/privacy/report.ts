@@ -45,18 +45,20 @@ export function policyMatches(tasks: readonly ManifestTask[], tables: readonly T
   const classes: Record<string, Set<string>> = { person_id: new Set(), direct_identifier: new Set(), free_text: new Set() };
   const columns: Record<string, Set<string>> = Object.fromEntries(Object.keys(policy.columns).map((k) => [k, new Set<string>()]));
   const byName = new Map(tables.map((t) => [t.name, t]));
+  // the tables written and the drift names, once over the tasks; columns are classified once per table
+  const written = new Set<string>();
   const seen = new Map<string, Set<string>>();
   for (const t of tasks) {
     if (t.status !== 'committed') continue;
-    for (const [table, n] of Object.entries(t.rows ?? {})) {
-      if (n <= 0) continue;
-      const set = seen.get(table) ?? seen.set(table, new Set()).get(table)!;
-      for (const c of byName.get(table)?.columns ?? []) if (!c.name.startsWith('_') && c.name !== EXTRA_COLUMN.name) set.add(c.name);
-    }
+    for (const table in t.rows ?? {}) if (t.rows[table]! > 0) written.add(table);
     for (const [table, fields] of Object.entries(t.drift_fields ?? {})) {
       const set = seen.get(table) ?? seen.set(table, new Set()).get(table)!;
       for (const f of fields) set.add(f);
     }
+  }
+  for (const table of written) {
+    const set = seen.get(table) ?? seen.set(table, new Set()).get(table)!;
+    for (const c of byName.get(table)?.columns ?? []) if (!c.name.startsWith('_') && c.name !== EXTRA_COLUMN.name) set.add(c.name);
   }
   for (const [table, cols] of seen) {
     const schema = byName.get(table) ?? { name: table, columns: [], key: [] };
