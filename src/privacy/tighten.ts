@@ -129,7 +129,23 @@ export class Tightening {
         ),
       )
     ).filter((x): x is Ready => x !== undefined);
-    for (let i = 0; i < ready.length; i += PER_MANIFEST) await this.purgeBatch(ready.slice(i, i + PER_MANIFEST), now, out);
+    const done: (Ready & { files: string[] })[] = [];
+    for (let i = 0; i < ready.length; i += PER_MANIFEST) done.push(...(await this.purgeBatch(ready.slice(i, i + PER_MANIFEST), now, out)));
+    if (done.length) {
+      // one pass over the manifests for every school purged, then the marks go: a crash before
+      // this leaves the marks, and the next run purges (and redacts) again
+      out.problems.push(...(await redactDeletions(this.o.sink, new Map(done.map((s) => [s.state.school_id, s.before])))));
+      await Promise.all(
+        done.map((s) =>
+          limit(() =>
+            updateState(this.o.sink, s.state.region, s.state.school_id, (st) => {
+              // every mark is met: the files before the earliest re-read are gone, later ones are the current policy's
+              for (const r of Object.values(st.resources)) delete r.purge_before;
+            }),
+          ),
+        ),
+      );
+    }
     out.waiting.sort();
     return out;
   }
@@ -150,7 +166,8 @@ export class Tightening {
     return { state, before: marks.sort()[0]! };
   }
 
-  private async purgeBatch(batch: Ready[], now: Date, out: TighteningOutcome): Promise<void> {
+  /** Lists, records (a purge manifest) and deletes the files of a batch of schools; returns the schools done. */
+  private async purgeBatch(batch: Ready[], now: Date, out: TighteningOutcome): Promise<(Ready & { files: string[] })[]> {
     const { sink } = this.o;
     const limit = pLimit(16);
     const listed = await Promise.all(
@@ -166,7 +183,7 @@ export class Tightening {
       ),
     );
     const schools = listed.filter((x): x is Ready & { files: string[] } => x !== undefined);
-    if (schools.length === 0) return;
+    if (schools.length === 0) return [];
     const runId = newRunId(now, this.o.shard, 'purge');
     const purged: SchoolPurge[] = schools.map((s) => ({
       school_id: s.state.school_id,
@@ -193,24 +210,13 @@ export class Tightening {
       await sink.writeAtomic(path, JSON.stringify(manifest) + '\n');
     } catch (e) {
       out.problems.push(`the purge manifest ${path} could not be written (${(e as Error).message}); nothing was deleted`);
-      return;
+      return [];
     }
     out.manifests.push(path);
     const all = schools.flatMap((s) => s.files);
     for (let i = 0; i < all.length; i += 1000) await sink.remove(all.slice(i, i + 1000));
-    const redaction = await redactDeletions(sink, new Map(schools.map((s) => [s.state.school_id, s.before])));
-    out.problems.push(...redaction);
-    await Promise.all(
-      schools.map((s) =>
-        limit(() =>
-          updateState(sink, s.state.region, s.state.school_id, (st) => {
-            // every mark is met: the files before the earliest re-read are gone, later ones are the current policy's
-            for (const r of Object.values(st.resources)) delete r.purge_before;
-          }),
-        ),
-      ),
-    );
     out.purged.push(...purged);
+    return schools;
   }
 
   /** The school's data files of runs before `before`, and id lists of those runs no state names. */
@@ -257,7 +263,11 @@ export function runIdOfDataFile(path: string): string | undefined {
 async function redactDeletions(sink: StateSink, before: ReadonlyMap<string, string>): Promise<string[]> {
   const problems: string[] = [];
   const limit = pLimit(8);
-  const paths = (await sink.list('_manifests/')).filter((p) => p.endsWith('.json'));
+  // only runs before the latest purge can list what it removes (the run id is in the path)
+  const last = [...before.values()].sort().pop() ?? '';
+  const paths = (await sink.list('_manifests/')).filter(
+    (p) => p.endsWith('.json') && (/^_manifests\/([^/]+?)(?:\.json|\/)/.exec(p)?.[1] ?? '') < last,
+  );
   await Promise.all(
     paths.map((p) =>
       limit(async () => {
