@@ -196,6 +196,38 @@ describe('tightening the personal-data policy leaves nothing behind', () => {
     }
   });
 
+  it("a run stopped after a school's reads committed leaves the duty in its state; the next run purges", async () => {
+    const dest = join(tmp.dir, 'stopped');
+    const cfg = (extra: PipelineConfig = {}) => sandboxConfig(sb, dest, { format: 'ndjson', concurrency: 1, ...extra });
+    const first = await runExport(cfg(), { token: sb.tokens.full });
+    expect(first.status).toBe('ok');
+    // tasks run in school order, one at a time: when A1002's achievements are asked for, A1001 is done
+    const stop = new AbortController();
+    const held = sb.control.hold({ school: 'A1002', resource: 'achievements' }); // a task's request, not the plan's probe
+    const strict = { personal_data: STRICT, pseudonymise_key_file: keyFile };
+    const stopped = runExport(cfg(strict), { token: sb.tokens.full, signal: stop.signal });
+    await held.reached;
+    stop.abort();
+    held.release();
+    expect((await stopped).status).toBe('interrupted');
+    const a1001 = () => filesUnder(dest).filter((f) => f.includes('/school_id=A1001/') && !f.startsWith('_state/'));
+    expect(a1001().some((f) => f.includes(first.runId))).toBe(true); // an interrupted run purges nothing
+    const state = JSON.parse(readFileSync(join(dest, '_state/region=uk/school_id=A1001.json'), 'utf8')) as SchoolState;
+    expect(Object.values(state.resources).every((r) => r.purge_before !== undefined)).toBe(true);
+    const sink = await openSink(dest, { readOnly: true });
+    try {
+      expect((await collectStatus(sink)).personal_data?.weaker_schools).toContain('A1001');
+    } finally {
+      await sink.close();
+    }
+
+    // the next run reads A1001 incrementally: the marks its commits carry bring the purge
+    const next = await runExport(cfg(strict), { token: sb.tokens.full });
+    expect(next.status).toBe('ok');
+    expect(next.notes.join('\n')).toMatch(/deleted at 2 school\(s\)/);
+    expect(a1001().some((f) => f.includes(first.runId))).toBe(false);
+  });
+
   it('loaders handle a destination whose format changed (ndjson, then csv, then parquet)', async () => {
     const dest = join(tmp.dir, 'mixed');
     const cfg = (format: 'ndjson' | 'csv' | 'parquet') => ({ ...sandboxConfig(sb, dest, { format }), formatChange: true });
