@@ -48,6 +48,12 @@ const COMMANDS: { name: string; usage: string; describe: string; load: () => Pro
     load: async () => cmd((await import('./webhooks.ts')).webhooksCommand),
   },
   {
+    name: 'datamap',
+    usage: 'datamap [pipeline]',
+    describe: 'every table and column with its personal-data class, where the class comes from, and what the policy does to it',
+    load: async () => cmd((await import('./datamap.ts')).dataMapCommand),
+  },
+  {
     name: 'warehouse',
     usage: 'warehouse <command>',
     describe: 'load exports into DuckDB, or render BigQuery / Snowflake load SQL',

@@ -55,6 +55,8 @@ interface RunArgs extends ApiArgs {
   'free-text'?: 'keep' | 'drop';
   'personal-column'?: string[];
   'pseudonymise-key-file'?: string;
+  'personal-data-change'?: boolean;
+  'format-change'?: boolean;
 }
 
 const list = (v: string | undefined) =>
@@ -122,6 +124,11 @@ function personalDataFlags(a: RunArgs): PipelineConfig['personal_data'] {
   const columns = parsePersonalColumns(a['personal-column']);
   const pd = { person_id: a['person-id'], direct_identifier: a['direct-identifier'], free_text: a['free-text'], columns };
   return Object.values(pd).some((v) => v !== undefined) ? pd : undefined;
+}
+
+/** Changes only the person running the command accepts: flags, never pipeline-file or environment settings. */
+function acceptFlags(a: RunArgs): { personalDataChange: boolean; formatChange: boolean } {
+  return { personalDataChange: a['personal-data-change'] === true, formatChange: a['format-change'] === true };
 }
 
 export const runCommand: CommandModule<object, RunArgs> = {
@@ -266,9 +273,18 @@ export const runCommand: CommandModule<object, RunArgs> = {
         type: 'string',
         describe: h('pseudonymise_key_file', 'file holding the secret pseudonymisation key (at least 32 bytes)', 'none'),
       })
+      .option('personal-data-change', {
+        type: 'boolean',
+        describe:
+          "accept a personal-data policy weaker than the destination's, or another key (recorded in the manifest with who: SCHOOL_EXPORT_CHANGED_BY, else user@host); a flag only, never a setting",
+      })
+      .option('format-change', {
+        type: 'boolean',
+        describe: "accept writing another format than the destination's files (a flag only, never a setting)",
+      })
       .epilogue(PRECEDENCE) as unknown as Argv<RunArgs>,
   handler: async (a) => {
-    const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a), process.env, typedFlags(a));
+    const cfg = { ...resolveRunConfig(a.pipeline, flagsToPipeline(a), process.env, typedFlags(a)), ...acceptFlags(a) };
     if (a['dry-run']) return dryRun(cfg, a.json === true);
     const interrupt = onInterrupt();
     const source = await openSource(cfg);

@@ -3,6 +3,7 @@ import type { ParquetWriterName } from '../format/index.ts';
 import { ConfigError } from '../errors.ts';
 import { RESOURCES, tableSchemas } from '../resources/index.ts';
 import { mergePersonalData, resolvePersonalData, type PersonalDataSettings } from '../privacy/config.ts';
+import { refuseChangeSettings } from '../privacy/guard.ts';
 import { selectResources } from '../resources/index.ts';
 import { checkPropertyScopes } from '../resources/scopes.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
@@ -73,6 +74,10 @@ export interface RunConfig {
   logLevel: LogLevel;
   /** The personal-data policy and, when it pseudonymises, the key (read once, here). */
   personalData: PersonalDataSettings;
+  /** --personal-data-change: accept a weaker policy or another key than the destination keeps (a flag only, never a setting). */
+  personalDataChange?: boolean;
+  /** --format-change: accept writing another format than the destination holds (a flag only). */
+  formatChange?: boolean;
 }
 
 export const DEFAULTS = {
@@ -127,6 +132,7 @@ export function resolveRunConfig(
   typed: Partial<Record<PipelineKey, unknown>> = {},
 ): RunConfig {
   const fromFlags = validateFlags(stripUndefined(flags), typed);
+  refuseChangeSettings(env);
   const fromEnv = pipelineFromEnv(env);
   const pipelineFile = file ?? (fromFlags.api_url || fromEnv.api_url ? undefined : DEFAULT_PIPELINE);
   const fromFile = pipelineFile ? readPipelineFile(pipelineFile, env) : {};

@@ -22,6 +22,7 @@ import { summarise, type RunSummary } from './summary.ts';
 import { admitPiece, commitPiece } from './task-commit.ts';
 import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
 import { createPersonalData, type PersonalData } from '../privacy/personal-data.ts';
+import { checkBeforeWriting, destinationGuard, finishPersonalData, type RunPrivacy, startPersonalData } from './run-privacy.ts';
 
 export interface RunDeps {
   /** The access token (the command line resolves it from --token-file or SCHOOL_API_TOKEN). */
@@ -62,6 +63,8 @@ interface RunContext {
   inactive: Map<string, ExportError>;
   /** The personal-data policy every task applies (compiled per table once per run). */
   personalData: PersonalData;
+  /** The destination's policy and format as this run keeps them, and the purge of what a tightening replaced. */
+  privacy: RunPrivacy;
 }
 
 /**
@@ -86,6 +89,9 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
     reporter.emit({ event: 'housekeeping_skipped', operation: w.operation ?? w.what, permission: w.permission, message: w.message }),
   );
   try {
+    // the destination's policy and format, checked before anything is written (even the probe of
+    // a new destination) or requested ...
+    await checkBeforeWriting(cfg, runId, startedAt);
     sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId, housekeeping });
     lease = await acquireLease(sink, {
       runId,
@@ -96,6 +102,8 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
       lock: cfg.lock,
       housekeeping,
     });
+    // ... and again under the lease: the run it waited for may have changed them
+    const guard = await destinationGuard(cfg, sink, runId, startedAt);
     await markRunStarted(sink, runId);
     const swept = sink;
     await housekeeping.bestEffort('removing what killed runs left behind', () => sweepLeftovers(swept));
@@ -113,7 +121,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter, encoding, housekeeping }, { ...deps, runId, startedAt }, requests);
+    return await execute(cfg, { client, sink, reporter, encoding, housekeeping }, { ...deps, runId, startedAt, guard }, requests);
   } finally {
     reporter.close();
     await encoding.close();
@@ -124,7 +132,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   }
 }
 
-type StartedDeps = RunDeps & { runId: string; startedAt: Date };
+type StartedDeps = RunDeps & { runId: string; startedAt: Date; guard: Awaited<ReturnType<typeof destinationGuard>> };
 
 async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
@@ -137,6 +145,9 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
     personalData: run.personalData.fingerprint,
     reconcile: (approved) => reconcile(cfg, io, run, held, approved),
   });
+  // recorded before any task can commit a file under this run's policy and format (after discovery:
+  // a run stopped by a bad token leaves no record of a policy nothing was written under)
+  await deps.guard.record();
   for (const t of plan.skipped) run.committer.record(t);
   io.reporter.emit({
     event: 'run_start',
@@ -156,6 +167,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
   const seqs = new Map<string, number>();
   const clock = deps.clock ?? (() => performance.now());
   const personalData = createPersonalData(cfg.personalData.policy, cfg.personalData.key);
+  const privacy = startPersonalData(cfg, io.sink, { runId, personalData, guard: deps.guard.result });
   const header: ConstructorParameters<typeof Committer>[1] = {
     version: 1,
     run_id: runId,
@@ -163,8 +175,10 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     format: cfg.format,
     format_options: { ...cfg.formatOptions },
     ...(cfg.shard.count > 1 ? { shard: cfg.shard } : {}),
-    personal_data: personalData.record,
+    personal_data: privacy.manifestRecord,
+    ...(deps.guard.result.formatChange ? { format_change: deps.guard.result.formatChange } : {}),
   };
+  privacy.header = header;
   return {
     runId,
     startedAt,
@@ -181,6 +195,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     signal: deps.signal,
     inactive: new Map(),
     personalData,
+    privacy,
   };
 }
 
@@ -275,7 +290,11 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     nextSeq: run.nextSeq,
     checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
     admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name }),
-    commit: (piece) => commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name }, piece),
+    commit: (piece) =>
+      commitPiece(
+        { sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name },
+        run.privacy.tightening.watch(plan.school, piece),
+      ),
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
     signal: run.signal,
@@ -310,6 +329,8 @@ function endedTask(plan: TaskPlan, status: ManifestTask['status'], err: ExportEr
 
 async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<RunSummary> {
   const interrupted = run.signal?.aborted === true;
+  // the purge of files a tightening replaced, and each policy entry's columns for the manifest
+  const pd = await finishPersonalData(run.privacy, run.committer, { interrupted });
   let manifest: Manifest;
   let manifestError: string | undefined;
   try {
@@ -327,11 +348,13 @@ async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<Run
     requests: run.requests.count,
     notes: [
       ...plan.notes,
+      ...pd.notes,
       ...(io.housekeeping?.warnings().map((w) => w.message) ?? []),
       ...(plan.nothingToDo ? [plan.nothingToDo] : []),
       ...(manifestError ? [manifestError] : []),
     ],
-    failRun: manifestError !== undefined || plan.nothingToDo !== undefined,
+    failRun: manifestError !== undefined || plan.nothingToDo !== undefined || pd.failed,
+    ...(await pd.summary(manifest)),
   });
   io.reporter.emit({ event: 'run_done', run_id: run.runId, status: summary.status, ms: Math.round(summary.durationMs) });
   return summary;

@@ -1,6 +1,7 @@
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { formatElapsed } from './progress.ts';
 import { describePolicy } from '../privacy/policy.ts';
+import { fieldLines, matchLines, type FieldAction } from '../privacy/report.ts';
 
 export interface TableTotals {
   rows: number;
@@ -30,7 +31,12 @@ export interface RunSummary {
   };
   /** Every task that did not finish, once, with why. */
   failures: { school_id: string; resource: string; status: Unfinished; code: string; message: string }[];
+  /** Undeclared fields per table (schema drift), tables of included people apart. */
   drift: Record<string, string[]>;
+  /** Fields of included people (not in the API contract, classified by name), per table. */
+  includeFields?: Record<string, string[]>;
+  /** What the personal-data policy did to each undeclared field (drift and include fields). */
+  fieldActions?: Record<string, Record<string, FieldAction>>;
   deletions: number;
   deactivated: string[];
   /** school -> "table.column" values exported as null for lack of scope. */
@@ -49,6 +55,9 @@ export interface SummaryInputs {
   notes: string[];
   /** The run failed as a whole (nothing to export, the manifest could not be written). */
   failRun: boolean;
+  /** Child tables of includes: their undeclared fields are reported as include fields, not drift. */
+  includeTables?: readonly string[];
+  fieldActions?: Record<string, Record<string, FieldAction>>;
 }
 
 export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
@@ -86,7 +95,8 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
     tables,
     tasks,
     failures,
-    drift: Object.fromEntries(Object.entries(drift).map(([k, v]) => [k, [...v].sort()])),
+    ...splitDrift(drift, o.includeTables ?? []),
+    ...(o.fieldActions ? { fieldActions: o.fieldActions } : {}),
     deletions: m.deletions.length,
     deactivated: o.deactivated,
     scopeMasked: o.scopeMasked,
@@ -98,6 +108,16 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
     notes: o.notes,
     ...(m.personal_data ? { personalData: m.personal_data } : {}),
   };
+}
+
+/** Schema drift, and the fields of included people apart (they are not part of the API contract at all). */
+function splitDrift(drift: Record<string, Set<string>>, includeTables: readonly string[]): Pick<RunSummary, 'drift' | 'includeFields'> {
+  const out: Pick<RunSummary, 'drift' | 'includeFields'> = { drift: {} };
+  for (const [table, fields] of Object.entries(drift)) {
+    if (includeTables.includes(table)) (out.includeFields ??= {})[table] = [...fields].sort();
+    else out.drift[table] = [...fields].sort();
+  }
+  return out;
 }
 
 /** A reason that belongs to the school (inactive) is said once for it, not once per task. */
@@ -178,12 +198,8 @@ export function renderSummary(s: RunSummary): string {
   lines.push(
     `  throughput: ${tp.rowsPerSecond.toLocaleString('en')} rows/s, ${tp.megabytesPerSecond} MB/s written, ${tp.requests.toLocaleString('en')} requests`,
   );
-  if (s.personalData) lines.push(`  ${describePolicy(s.personalData)}`);
-  for (const [table, fields] of Object.entries(s.drift)) {
-    lines.push(
-      `  schema drift in ${table}: ${fields.length} undeclared field(s) seen, kept in _extra unless the personal-data policy drops them (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`,
-    );
-  }
+  if (s.personalData) lines.push(`  ${describePolicy(s.personalData)}`, ...matchLines(s.personalData));
+  lines.push(...fieldLines(s.drift, s.includeFields ?? {}, s.fieldActions ?? {}));
   for (const [school, cols] of Object.entries(s.scopeMasked)) lines.push(`  no scope at ${school}: ${cols.join(', ')} exported as null`);
   if (s.deactivated.length) lines.push(`  not exported (access revoked or declined): ${s.deactivated.join(', ')}`);
   for (const n of s.notes) lines.push(`  NOTE: ${n}`);

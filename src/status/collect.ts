@@ -3,6 +3,7 @@ import { isStale, readLeases } from '../manifest/lease.ts';
 import { listStates, readState } from '../manifest/state-store.ts';
 import type { Manifest, ManifestTask, SchoolDirective } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
+import { policyStatus, type PolicyStatus } from '../privacy/status.ts';
 
 /**
  * What a destination holds, read from its own files only (state, directives, manifests, leases):
@@ -66,6 +67,8 @@ export interface StatusReport {
   runs: RunStatus[];
   deactivated: DeactivatedSchool[];
   locks: LockStatus[];
+  /** The personal-data policy and format the destination keeps, and what is left of a weaker policy. */
+  personal_data?: PolicyStatus;
   /** Files that could not be read, each named with why: shown, never fatal. */
   problems: string[];
 }
@@ -186,13 +189,17 @@ export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number }
     }
   }
   attachFailures(tasks, runDocs);
+  const personal = await policyStatus(
+    sink,
+    states.filter((s) => s !== undefined),
+  ).catch((e: unknown) => void problems.push((e as Error).message));
 
   const deactivated: DeactivatedSchool[] = [];
   for (const p of await sink.list(DIRECTIVES)) {
     const d = await readJson<SchoolDirective>(sink, p, problems);
     if (d?.deactivated) deactivated.push({ type: 'deactivated', school_id: d.school_id, ...d.deactivated });
   }
-  return { dest: sink.url, tasks, runs, deactivated, locks, problems };
+  return { dest: sink.url, tasks, runs, deactivated, locks, ...(personal ? { personal_data: personal } : {}), problems };
 }
 
 /**

@@ -1,11 +1,17 @@
 import type { StatusReport } from './collect.ts';
+import { policyStatusLines } from '../privacy/status.ts';
 
 /** `status` output: NDJSON lines (one object per task, run, deactivated school and lock), or tables for a terminal. */
 
 export function statusLines(r: StatusReport): string[] {
-  return [...r.locks, ...r.runs, ...r.tasks, ...r.deactivated, ...r.problems.map((p) => ({ type: 'problem', message: p }))].map((o) =>
-    JSON.stringify(o),
-  );
+  return [
+    ...(r.personal_data ? [r.personal_data] : []),
+    ...r.locks,
+    ...r.runs,
+    ...r.tasks,
+    ...r.deactivated,
+    ...r.problems.map((p) => ({ type: 'problem', message: p })),
+  ].map((o) => JSON.stringify(o));
 }
 
 /** "3d 4h", "2h 05m", "42s" */
@@ -35,6 +41,7 @@ const short = (iso: string | null) => (iso ? safe(iso.replace(/\.\d+Z$/, 'Z')) :
 
 export function renderStatus(r: StatusReport): string {
   const out: string[] = [`destination ${safe(r.dest)}`];
+  if (r.personal_data) out.push(...policyStatusLines(r.personal_data).map(safe));
   if (r.locks.length) {
     out.push(
       '',

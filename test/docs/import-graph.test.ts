@@ -46,7 +46,7 @@ const ALLOWED: Record<string, string[]> = {
   privacy: ['manifest', 'resources'],
   resources: ['privacy'],
   discovery: ['source'],
-  status: ['manifest', 'sink'],
+  status: ['manifest', 'privacy', 'sink'],
   warehouse: ['manifest', 'resources', 'sink'],
   webhooks: ['manifest', 'sink'],
 };

@@ -187,9 +187,7 @@ describe('renderSummary', () => {
     expect(text).toContain('  throughput: 33 rows/s, 0.05 MB/s written, 42 requests');
     // Worded by the privacy module (one description wherever the policy is shown).
     expect(text).toContain(`  ${describePolicy({ person_id: 'keep', direct_identifier: 'keep', free_text: 'drop' })}`);
-    expect(text).toContain(
-      '  schema drift in school_meta: 9 undeclared field(s) seen, kept in _extra unless the personal-data policy drops them (f1, f2, f3, f4, f5, f6, f7, f8, …)',
-    );
+    expect(text).toContain('  schema drift in school_meta: 9 undeclared field(s) seen: f1, f2, f3, f4, f5, f6, f7, f8, … (1 more)');
     expect(text).toContain('  no scope at A1001: achievements.comment exported as null');
     expect(text).toContain('  not exported (access revoked or declined): A9003');
     expect(text).toContain('  NOTE: checked');
