@@ -1,5 +1,6 @@
 import yargs, { type Argv, type CommandModule } from 'yargs';
 import { CONFIG_CODES, ExportError } from '../errors.ts';
+import { packageVersion } from './version.ts';
 
 /**
  * The command table. Each command's module (and what it imports: the pipeline, the AWS SDK,
@@ -76,6 +77,7 @@ export async function buildCli(argv: string[]): Promise<Argv> {
   return cli
     .demandCommand(1, 'name a command, e.g. school-export run')
     .strict()
+    .version(packageVersion())
     .help()
     .epilogue(
       'Settings: flags win over SCHOOL_EXPORT_<KEY> environment variables, which win over the pipeline file, which wins over defaults (see `school-export run --help`).',
