@@ -1,6 +1,7 @@
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { formatElapsed } from './progress.ts';
 import { describePolicy } from '../privacy/policy.ts';
+import { failureLines } from './summary-failures.ts';
 
 export interface TableTotals {
   rows: number;
@@ -28,14 +29,28 @@ export interface RunSummary {
     resumed: number;
     checkpoints: number;
   };
-  /** Every task that did not finish, once, with why. */
+  /** Every task that did not finish, once, with why (the rendered summary groups them; this keeps every one). */
   failures: { school_id: string; resource: string; status: Unfinished; code: string; message: string }[];
+  /** Unfinished tasks with checkpoint pieces committed: the next run resumes them from there. */
+  resumable: number;
   drift: Record<string, string[]>;
   deletions: number;
   deactivated: string[];
   /** school -> "table.column" values exported as null for lack of scope. */
   scopeMasked: Record<string, string[]>;
-  throughput: { rowsPerSecond: number; megabytesPerSecond: number; requests: number };
+  /**
+   * recordsRead: API records this run read (what was read counts, committed or not: after an
+   * interrupt too); rowsWritten: table rows in the files it committed (child tables included).
+   * rowsPerSecond is rowsWritten per second, recordsPerSecond recordsRead per second.
+   */
+  throughput: {
+    rowsPerSecond: number;
+    megabytesPerSecond: number;
+    requests: number;
+    recordsRead: number;
+    recordsPerSecond: number;
+    rowsWritten: number;
+  };
   notes: string[];
   personalData?: Manifest['personal_data'];
 }
@@ -46,6 +61,8 @@ export interface SummaryInputs {
   durationMs: number;
   dest: string;
   requests: number;
+  /** Records read, counted from the run's progress events (absent: none counted). */
+  recordsRead?: number;
   notes: string[];
   /** The run failed as a whole (nothing to export, the manifest could not be written). */
   failRun: boolean;
@@ -56,11 +73,13 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
   const drift: Record<string, Set<string>> = {};
   const tasks = { committed: 0, failed: 0, skipped: 0, interrupted: 0, not_started: 0, resumed: 0, checkpoints: 0 };
   const failures: RunSummary['failures'] = [];
+  let resumable = 0;
   for (const group of byTask(m.tasks)) {
     const outcome = taskOutcome(group);
     if (outcome.status === 'committed') tasks.committed += 1;
     else {
       tasks[outcome.status] += 1;
+      if (outcome.resumes) resumable += 1;
       failures.push({
         school_id: group[0]!.school_id,
         resource: group[0]!.resource,
@@ -86,6 +105,7 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
     tables,
     tasks,
     failures,
+    resumable,
     drift: Object.fromEntries(Object.entries(drift).map(([k, v]) => [k, [...v].sort()])),
     deletions: m.deletions.length,
     deactivated: o.deactivated,
@@ -94,6 +114,9 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
       rowsPerSecond: Math.round(rows / seconds),
       megabytesPerSecond: +(bytes / 2 ** 20 / seconds).toFixed(2),
       requests: o.requests,
+      recordsRead: o.recordsRead ?? 0,
+      recordsPerSecond: Math.round((o.recordsRead ?? 0) / seconds),
+      rowsWritten: rows,
     },
     notes: o.notes,
     ...(m.personal_data ? { personalData: m.personal_data } : {}),
@@ -123,14 +146,17 @@ function byTask(entries: ManifestTask[]): ManifestTask[][] {
   return [...groups.values()];
 }
 
-function taskOutcome(group: ManifestTask[]): { status: 'committed' } | { status: Unfinished; code: string; message: string } {
+function taskOutcome(
+  group: ManifestTask[],
+): { status: 'committed' } | { status: Unfinished; code: string; message: string; resumes: boolean } {
   const ended = group.find((t) => t.status !== 'committed' || t.error);
   if (!ended) return { status: 'committed' };
   const status = ended.status === 'committed' ? 'failed' : ended.status;
   // Only checkpoint pieces let the next run resume; a listed task whose state did not advance does not.
   const pieces = group.filter((t) => t.status === 'committed' && !t.error && t.checkpoint && !t.checkpoint.final).length;
-  const kept = pieces && status !== 'skipped' ? ` (${pieces} checkpoint piece(s) committed: the next run resumes)` : '';
-  return { status, code: ended.error?.code ?? 'E_INTERNAL', message: (ended.error?.message ?? 'did not finish') + kept };
+  const resumes = pieces > 0 && status !== 'skipped';
+  const kept = resumes ? ` (${pieces} checkpoint piece(s) committed: the next run resumes)` : '';
+  return { status, code: ended.error?.code ?? 'E_INTERNAL', message: (ended.error?.message ?? 'did not finish') + kept, resumes };
 }
 
 function addTotals(t: ManifestTask, tables: Record<string, TableTotals>, drift: Record<string, Set<string>>): void {
@@ -175,8 +201,9 @@ export function renderSummary(s: RunSummary): string {
     `  tasks: ${t.committed} committed, ${t.failed} failed, ${t.skipped} skipped${extra ? `, ${extra}` : ''}; deletions recorded: ${s.deletions}`,
   );
   const tp = s.throughput;
+  const n = (x: number) => x.toLocaleString('en');
   lines.push(
-    `  throughput: ${tp.rowsPerSecond.toLocaleString('en')} rows/s, ${tp.megabytesPerSecond} MB/s written, ${tp.requests.toLocaleString('en')} requests`,
+    `  throughput: ${n(tp.recordsRead)} records read (${n(tp.recordsPerSecond)}/s), ${n(tp.rowsWritten)} rows written (${n(tp.rowsPerSecond)}/s), ${tp.megabytesPerSecond} MB/s written, ${n(tp.requests)} requests`,
   );
   if (s.personalData) lines.push(`  ${describePolicy(s.personalData)}`);
   for (const [table, fields] of Object.entries(s.drift)) {
@@ -187,8 +214,13 @@ export function renderSummary(s: RunSummary): string {
   for (const [school, cols] of Object.entries(s.scopeMasked)) lines.push(`  no scope at ${school}: ${cols.join(', ')} exported as null`);
   if (s.deactivated.length) lines.push(`  not exported (access revoked or declined): ${s.deactivated.join(', ')}`);
   for (const n of s.notes) lines.push(`  NOTE: ${n}`);
-  for (const f of s.failures)
-    lines.push(`  ${f.status.toUpperCase().replace('_', ' ')} ${f.school_id} ${f.resource}: [${f.code}] ${f.message}`);
+  lines.push(...failureLines(s.failures));
+  const again = s.tasks.failed + s.tasks.interrupted + s.tasks.not_started - s.resumable;
+  if (s.resumable) {
+    lines.push(
+      `  the next run resumes ${s.resumable} task(s) from their checkpoints${again > 0 ? `; ${again} other unfinished task(s) start again from their last committed state` : ''}`,
+    );
+  }
   return lines.join('\n');
 }
 
