@@ -60,6 +60,8 @@ export interface PlannedTask {
   school_id: string;
   resource: string;
   mode: 'full' | 'incremental';
+  /** The task's committed watermark before this run (null: none, or a full refresh). */
+  watermark: string | null;
 }
 
 export interface Reporter {
@@ -84,7 +86,10 @@ export function tallied(inner: Reporter): Reporter & { tally: RunTally } {
       inner.emit(e);
     },
     close: () => inner.close(),
-    planned: async (o) => inner.planned?.(o),
+    planned: async (o) => {
+      for (const t of o.tasks) tally.previous.set(taskKey(t.school_id, t.resource), t.watermark);
+      await inner.planned?.(o);
+    },
   };
 }
 

@@ -28,6 +28,8 @@ export class RunTally {
   rowsWritten = 0;
   /** Tasks started so far: done, unfinished or active. */
   started = 0;
+  /** Each planned task's watermark before this run: the lag of a task that does not commit. */
+  readonly previous = new Map<string, string | null>();
 
   observe(e: RunEvent): void {
     const key = 'resource' in e ? taskKey(e.school_id, e.resource) : '';

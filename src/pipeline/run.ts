@@ -128,7 +128,11 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
     reconcile: (approved) => reconcile(cfg, io, run, held, approved),
   });
   for (const t of plan.skipped) run.committer.record(t);
-  void io.reporter.planned?.({ sink: io.sink, runId: run.runId, tasks: plan.tasks.map((t) => ({ ...idsOf(t), mode: t.mode })) });
+  void io.reporter.planned?.({
+    sink: io.sink,
+    runId: run.runId,
+    tasks: plan.tasks.map((t) => ({ ...idsOf(t), mode: t.mode, watermark: t.previousWatermark })),
+  });
   io.reporter.emit({
     event: 'run_start',
     run_id: run.runId,
@@ -322,7 +326,7 @@ async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<Run
     durationMs: run.clock() - run.began,
     dest: io.sink.url,
     requests: run.requests.count,
-    recordsRead: io.reporter.tally?.recordsRead,
+    tally: io.reporter.tally,
     notes: [...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : []), ...(manifestError ? [manifestError] : [])],
     failRun: manifestError !== undefined || plan.nothingToDo !== undefined,
   });

@@ -2,6 +2,7 @@ import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { formatElapsed } from './progress.ts';
 import { describePolicy } from '../privacy/policy.ts';
 import { failureLines } from './summary-failures.ts';
+import { taskKey, type RunTally } from './run-tally.ts';
 
 export interface TableTotals {
   rows: number;
@@ -33,6 +34,11 @@ export interface RunSummary {
   failures: { school_id: string; resource: string; status: Unfinished; code: string; message: string }[];
   /** Unfinished tasks with checkpoint pieces committed: the next run resumes them from there. */
   resumable: number;
+  /**
+   * How far behind the source the furthest task of this run is when it ends, in seconds: its new
+   * watermark if it committed, else the one it had before (null: no watermark known).
+   */
+  maxLagSeconds: number | null;
   drift: Record<string, string[]>;
   deletions: number;
   deactivated: string[];
@@ -61,8 +67,8 @@ export interface SummaryInputs {
   durationMs: number;
   dest: string;
   requests: number;
-  /** Records read, counted from the run's progress events (absent: none counted). */
-  recordsRead?: number;
+  /** Records read and the tasks' watermarks before the run, from the run's events (absent: none counted). */
+  tally?: Pick<RunTally, 'recordsRead' | 'previous'>;
   notes: string[];
   /** The run failed as a whole (nothing to export, the manifest could not be written). */
   failRun: boolean;
@@ -106,6 +112,7 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
     tasks,
     failures,
     resumable,
+    maxLagSeconds: maxLag(m, o.tally?.previous),
     drift: Object.fromEntries(Object.entries(drift).map(([k, v]) => [k, [...v].sort()])),
     deletions: m.deletions.length,
     deactivated: o.deactivated,
@@ -114,13 +121,26 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
       rowsPerSecond: Math.round(rows / seconds),
       megabytesPerSecond: +(bytes / 2 ** 20 / seconds).toFixed(2),
       requests: o.requests,
-      recordsRead: o.recordsRead ?? 0,
-      recordsPerSecond: Math.round((o.recordsRead ?? 0) / seconds),
+      recordsRead: o.tally?.recordsRead ?? 0,
+      recordsPerSecond: Math.round((o.tally?.recordsRead ?? 0) / seconds),
       rowsWritten: rows,
     },
     notes: o.notes,
     ...(m.personal_data ? { personalData: m.personal_data } : {}),
   };
+}
+
+/** now (the run's end) − the oldest watermark among its tasks: the new one where committed, else the previous. */
+function maxLag(m: Manifest, previous: ReadonlyMap<string, string | null> | undefined): number | null {
+  const end = Date.parse(m.finished_at);
+  let oldest = Infinity;
+  for (const group of byTask(m.tasks)) {
+    const committed = group.map((t) => t.watermark).filter((w): w is string => !!w && !group.some((g) => g.error));
+    const wm = committed.length ? committed.sort().at(-1) : previous?.get(taskKey(group[0]!.school_id, group[0]!.resource));
+    const t = wm ? Date.parse(wm) : NaN;
+    if (!Number.isNaN(t)) oldest = Math.min(oldest, t);
+  }
+  return Number.isFinite(oldest) && !Number.isNaN(end) ? Math.max(0, Math.round((end - oldest) / 1000)) : null;
 }
 
 /** A reason that belongs to the school (inactive) is said once for it, not once per task. */

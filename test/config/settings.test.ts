@@ -61,6 +61,7 @@ const INTERFACE_KEYS: Record<PipelineKey, true> = {
   shard: true,
   progress: true,
   log_level: true,
+  metrics_file: true,
   s3_sse: true,
   s3_sse_kms_key_id: true,
   personal_data: true,

@@ -252,8 +252,8 @@ describe('the live display on a terminal (fake TTY)', () => {
         sink,
         runId: '20260104T000000.000Z-dddd',
         tasks: [
-          { ...ids('A1001'), mode: 'full' },
-          { ...ids('A1002'), mode: 'full' },
+          { ...ids('A1001'), mode: 'full', watermark: null },
+          { ...ids('A1002'), mode: 'full', watermark: null },
         ],
       });
       r.emit({ event: 'run_start', run_id: 'r', dest: 'file:///x', format: 'ndjson', schools: 2, tasks: 2 });

@@ -130,7 +130,7 @@ describe('summarise', () => {
   it('throughput counts what was read, committed or not: an early interrupt reads many records and commits few rows', () => {
     const s = summarise(
       manifest([entry('A1001', 'school_meta', { rows: { school_meta: 1 } })], { status: 'interrupted' }),
-      inputs({ recordsRead: 132_905, durationMs: 5_000 }),
+      inputs({ tally: { recordsRead: 132_905, previous: new Map() }, durationMs: 5_000 }),
     );
     expect(s.throughput).toMatchObject({ recordsRead: 132_905, recordsPerSecond: 26_581, rowsWritten: 1, rowsPerSecond: 0 });
   });
