@@ -21,7 +21,7 @@ const COMMANDS: { name: string; usage: string; describe: string; load: () => Pro
   {
     name: 'status',
     usage: 'status [pipeline]',
-    describe: "what a destination holds: per school and table the watermark, lag and last failure; recent runs; the lock's holder",
+    describe: 'what a destination holds: per table the schools, watermark lag and failures, the worst schools, recent runs, the lease',
     load: async () => cmd((await import('./status.ts')).statusCommand),
   },
   {
