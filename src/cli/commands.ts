@@ -25,6 +25,12 @@ const COMMANDS: { name: string; usage: string; describe: string; load: () => Pro
     load: async () => cmd((await import('./status.ts')).statusCommand),
   },
   {
+    name: 'report',
+    usage: 'report [pipeline]',
+    describe: 'one HTML file about a destination: volume per table, lag per school, failures, throughput, the personal-data policy',
+    load: async () => cmd((await import('./report.ts')).reportCommand),
+  },
+  {
     name: 'sandbox',
     usage: 'sandbox',
     describe: 'serve the built-in imitation of the service (prints URLs, tokens and a curl to try)',
