@@ -25,6 +25,12 @@ const COMMANDS: { name: string; usage: string; describe: string; load: () => Pro
     load: async () => cmd((await import('./status.ts')).statusCommand),
   },
   {
+    name: 'init',
+    usage: 'init [file]',
+    describe: 'write a commented starter pipeline file (YAML) that runs against the built-in sandbox as written',
+    load: async () => cmd((await import('./init.ts')).initCommand),
+  },
+  {
     name: 'report',
     usage: 'report [pipeline]',
     describe: 'one HTML file about a destination: volume per table, lag per school, failures, throughput, the personal-data policy',

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { extname } from 'node:path';
+import { extname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
-import { keyPath, validatePipeline, type PipelineConfig } from './schema.ts';
+import { keyPath, PACKAGE_ROOT, validatePipeline, type PipelineConfig } from './schema.ts';
 
 /**
  * Reads a pipeline file: JSON (`.json`) or YAML (`.yaml`/`.yml`), then `${ENV_VAR}` in string
@@ -15,10 +15,21 @@ export function readPipelineFile(path: string, env: NodeJS.ProcessEnv = process.
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new ConfigError(`${where}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new ConfigError(`${where}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})${shippedHint(path)}`);
   }
   const raw = parseText(text, path, where);
   return validatePipeline(interpolate(raw, env, where, []), where);
+}
+
+/**
+ * The README's examples name pipelines/... and samples/... of a checkout; a user who installed the
+ * package from npm has them under node_modules/school-export/: say where, and how to start one.
+ */
+function shippedHint(path: string): string {
+  if (isAbsolute(path)) return '';
+  const shipped = resolve(PACKAGE_ROOT, path);
+  if (shipped === resolve(path) || !existsSync(shipped)) return '';
+  return `; the package ships ${path} at ${shipped}: copy it here, or write a starter with \`school-export init\``;
 }
 
 export function isYamlPath(path: string): boolean {

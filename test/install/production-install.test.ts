@@ -159,7 +159,7 @@ describe('production install from the packed tarball (npm ci --omit=dev, offline
     }
   });
 
-  it("installed into another project, --version prints this package's version, not the host's", () => {
+  it("installed into another project: --version prints this package's version, not the host's; init then run works there", () => {
     const host = join(work, 'host-project');
     mkdirSync(host);
     const hostPkg = { name: 'host-project', version: '7.7.7', private: true, dependencies: { 'school-export': `file:${tgz}` } };
@@ -176,6 +176,20 @@ describe('production install from the packed tarball (npm ci --omit=dev, offline
     // and from a directory of the host's below its package.json
     mkdirSync(join(host, 'jobs'));
     expect(ok(sh(bin, ['--version'], join(host, 'jobs')), 'school-export --version in a subfolder').stdout.trim()).toBe(PKG.version);
+
+    // the README's examples name pipelines/...: the host has no such folder, and is told where the package's are
+    const missing = sh(bin, ['run', 'pipelines/nightly.json'], host, { SCHOOL_API_TOKEN: '' });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain(
+      `the package ships pipelines/nightly.json at ${join(host, 'node_modules/school-export/pipelines/nightly.json')}`,
+    );
+    // init writes a starter that names the installed schema and runs against the sandbox as written
+    ok(sh(bin, ['init'], host), 'school-export init');
+    const starter = readFileSync(join(host, 'pipeline.yaml'), 'utf8');
+    expect(starter.split('\n')[0]).toBe('# yaml-language-server: $schema=node_modules/school-export/schema/pipeline.schema.json');
+    const run = ok(sh(bin, ['run', 'pipeline.yaml', '--progress', 'none', '--json'], host, { SCHOOL_API_TOKEN: '' }), 'run pipeline.yaml');
+    expect(JSON.parse(run.stdout.trim().split('\n').pop()!)).toMatchObject({ status: 'ok' });
+    expect(existsSync(join(host, 'exports/_manifests'))).toBe(true);
   });
 
   it('runs the embedded sandbox export, then status and warehouse load into DuckDB', () => {
