@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
+import { jsonErrorLocation } from './json-position.ts';
 import { keyPath, PACKAGE_ROOT, validatePipeline, type PipelineConfig } from './schema.ts';
 
 /**
@@ -42,15 +43,20 @@ function parseText(text: string, path: string, where: string): unknown {
       // YAML 1.2 core schema: `no` and `off` stay strings, duplicate keys are errors
       // loaded only for YAML files
       const { parse: parseYaml } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
-      return parseYaml(text, { prettyErrors: false, uniqueKeys: true }) ?? {};
+      return parseYaml(text, { prettyErrors: true, uniqueKeys: true }) ?? {};
     } catch (e) {
-      throw new ConfigError(`${where}: not valid YAML (${(e as Error).message.split('\n')[0]})`);
+      // with prettyErrors the message ends " at line L, column C:" and a code frame: one line is kept
+      const pos = (e as { linePos?: { line: number; col: number }[] }).linePos?.[0];
+      const what = (e as Error).message.split('\n')[0]!.replace(/ at line \d+, column \d+:$/, '');
+      throw new ConfigError(`${where}${pos ? `:${pos.line}:${pos.col}` : ''}: not valid YAML (${what})`);
     }
   }
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(`${where}: not valid JSON (${(e as Error).message})`);
+    const pos = jsonErrorLocation(text);
+    const what = (e as Error).message.replace(/\s+/g, ' ').replace(/ \(line \d+ column \d+\)$/, '');
+    throw new ConfigError(`${where}${pos ? `:${pos.line}:${pos.column}` : ''}: not valid JSON (${what})`);
   }
 }
 
