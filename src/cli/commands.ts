@@ -68,6 +68,16 @@ const COMMANDS: { name: string; usage: string; describe: string; load: () => Pro
   },
 ];
 
+/**
+ * A group of subcommands (`warehouse <action>`, `schools <command>`) is registered by its name
+ * alone: its builder demands the subcommand with a message naming them ("name an action: load,
+ * sql, dbt or manifests"), which a required positional would pre-empt with yargs' own "Not
+ * enough non-option arguments: got 0, need at least 1".
+ */
+function groupName(command: CommandModule['command']): string | undefined {
+  return typeof command === 'string' ? /^(\S+) <[^>]+>$/.exec(command)?.[1] : undefined;
+}
+
 /** The command named on the command line: the first word that is not an option. */
 export function commandName(argv: string[]): string | undefined {
   return argv.find((a) => !a.startsWith('-'));
@@ -84,7 +94,7 @@ export async function buildCli(argv: string[]): Promise<Argv> {
   for (const c of COMMANDS) {
     // only the command that runs is loaded; the others are listed by name for --help
     const mod = c.name === wanted ? await c.load() : { command: c.usage, describe: c.describe, handler: () => {} };
-    cli = cli.command({ ...mod, describe: c.describe } as CommandModule);
+    cli = cli.command({ ...mod, command: groupName(mod.command) ?? mod.command, describe: c.describe } as CommandModule);
   }
   return cli
     .demandCommand(1, 'name a command, e.g. school-export run')
@@ -96,7 +106,9 @@ export async function buildCli(argv: string[]): Promise<Argv> {
     )
     .fail((msg, err) => {
       if (err) throw err;
-      process.stderr.write(`school-export: ${msg}\n(see school-export --help)\n`);
+      process.stderr.write(
+        `school-export: ${msg}\n(see school-export ${wanted && COMMANDS.some((c) => c.name === wanted) ? `${wanted} ` : ''}--help)\n`,
+      );
       process.exit(2);
     });
 }
