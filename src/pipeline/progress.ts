@@ -228,7 +228,9 @@ class TtyReporter implements Reporter {
   /** A line that stays (above the live block), folded to the terminal's width. */
   private line(text: string): void {
     this.clear();
-    this.stream.write(fold(text, Math.max(20, this.size().columns - 1)).join('\n') + '\n');
+    // a reason quoted from a response must not move the cursor or recolour the terminal
+    const safe = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '\uFFFD');
+    this.stream.write(fold(safe, Math.max(20, this.size().columns - 1)).join('\n') + '\n');
     this.draw();
   }
 
