@@ -3,7 +3,8 @@ import { DEFAULTS, resolveRunConfig } from '../config/resolve.ts';
 import type { LogLevel, PipelineConfig, PipelineKey, ProgressMode } from '../config/schema.ts';
 import { DEFAULT_ROW_GROUP_ROWS, FORMAT_NAMES, PARQUET_WRITERS, type ParquetWriterName } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
-import { renderSummary } from '../pipeline/summary.ts';
+import { renderSummary, type RunSummary } from '../pipeline/summary.ts';
+import { ConfigError } from '../errors.ts';
 import { parsePersonalColumns } from '../privacy/config.ts';
 import { parsePropertyScopePairs } from '../resources/scopes.ts';
 import { LOG_LEVELS } from './log.ts';
@@ -49,6 +50,7 @@ interface RunArgs extends ApiArgs {
   windows?: number;
   progress?: ProgressMode;
   'log-level'?: LogLevel;
+  'metrics-file'?: string;
   json?: boolean;
   'person-id'?: 'keep' | 'pseudonymise';
   'direct-identifier'?: 'keep' | 'pseudonymise' | 'drop';
@@ -110,6 +112,7 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     personal_data: personalDataFlags(a),
     pseudonymise_key_file: a['pseudonymise-key-file'],
     log_level: a['log-level'],
+    metrics_file: a['metrics-file'],
   };
 }
 
@@ -249,6 +252,15 @@ export const runCommand: CommandModule<object, RunArgs> = {
         describe: h('progress', 'live display on a TTY, JSON lines otherwise', DEFAULTS.progress),
       })
       .option('log-level', { choices: LOG_LEVELS, describe: h('log_level', 'least severe JSON log line written', DEFAULTS.logLevel) })
+      .option('metrics-file', {
+        type: 'string',
+        requiresArg: true,
+        describe: h(
+          'metrics_file',
+          "write the run's figures to PATH in the Prometheus text format (node_exporter textfile collector)",
+          'none',
+        ),
+      })
       .option('json', { type: 'boolean', describe: 'print the summary as JSON on stdout (the default when stdout is not a terminal)' })
       .option('dry-run', {
         type: 'boolean',
@@ -286,6 +298,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
   handler: async (a) => {
     const cfg = { ...resolveRunConfig(a.pipeline, flagsToPipeline(a), process.env, typedFlags(a)), ...acceptFlags(a) };
     if (a['dry-run']) return dryRun(cfg, a.json === true);
+    if (cfg.metricsFile) await checkMetricsPath(cfg.metricsFile);
     const interrupt = onInterrupt();
     const source = await openSource(cfg);
     try {
@@ -297,12 +310,37 @@ export const runCommand: CommandModule<object, RunArgs> = {
       if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
       if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
       process.exitCode = summary.status === 'ok' ? 0 : summary.status === 'interrupted' ? interrupt.exitCode() : 1;
+      if (cfg.metricsFile) await writeMetrics(cfg, summary);
     } finally {
       interrupt.dispose();
       await source.close();
     }
   },
 };
+
+/** The metrics file's folder must exist and be writable: known before any request, so exit 2 then. */
+async function checkMetricsPath(path: string): Promise<void> {
+  const { access, constants, stat } = await import('node:fs/promises');
+  const { dirname } = await import('node:path');
+  const dir = dirname(path);
+  const why = await access(dir, constants.W_OK).then(
+    async () => ((await stat(path).catch(() => undefined))?.isDirectory() ? 'it is a directory' : undefined),
+    (e: NodeJS.ErrnoException) =>
+      e.code === 'ENOENT' ? `its folder ${dir} does not exist` : `its folder ${dir} is not writable (${e.code})`,
+  );
+  if (why) throw new ConfigError(`--metrics-file ${path}: ${why}`, 'E_USAGE');
+}
+
+/** After the run: the figures for alerting. A file that cannot be written is said, and the run exits 1. */
+async function writeMetrics(cfg: ReturnType<typeof resolveRunConfig>, summary: RunSummary): Promise<void> {
+  const { writeMetricsFile } = await import('../pipeline/metrics.ts');
+  try {
+    await writeMetricsFile(cfg.metricsFile!, summary, { dest: summary.dest, shard: cfg.shard, finishedAt: new Date() });
+  } catch (e) {
+    process.stderr.write(`school-export: --metrics-file ${cfg.metricsFile}: not written (${(e as Error).message})\n`);
+    if (!process.exitCode) process.exitCode = 1;
+  }
+}
 
 /** `run --dry-run`: the plan, as a table on a terminal and one JSON object per task otherwise. */
 async function dryRun(cfg: ReturnType<typeof resolveRunConfig>, json: boolean): Promise<void> {

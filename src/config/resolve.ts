@@ -72,6 +72,8 @@ export interface RunConfig {
   shard: { index: number; count: number };
   progress: ProgressMode;
   logLevel: LogLevel;
+  /** The Prometheus text file the run's figures are written to (none: not written). */
+  metricsFile?: string;
   /** The personal-data policy and, when it pseudonymises, the key (read once, here). */
   personalData: PersonalDataSettings;
   /** --personal-data-change: accept a weaker policy or another key than the destination keeps (a flag only, never a setting). */
@@ -206,6 +208,7 @@ export function resolveRunConfig(
     shard: { index, count },
     progress: c.progress ?? DEFAULTS.progress,
     logLevel: c.log_level ?? DEFAULTS.logLevel,
+    metricsFile: c.metrics_file,
     personalData: resolvePersonalData(
       c.personal_data,
       c.pseudonymise_key_file,

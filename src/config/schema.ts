@@ -77,6 +77,8 @@ export interface PipelineConfig {
   shard?: string;
   progress?: ProgressMode;
   log_level?: LogLevel;
+  /** Where the run's figures go in the Prometheus text format (node_exporter's textfile collector). */
+  metrics_file?: string;
   /** What to do with personal data (docs/personal-data.md); default: keep everything as read. */
   personal_data?: PersonalDataConfig;
   /** File holding the pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE); never the key itself. */

@@ -17,7 +17,7 @@ import { markRunEnded, markRunStarted, sweepLeftovers } from './leftovers.ts';
 import { heldSchools, holdsUnapproved, reconcileRevocations } from './reconcile.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
-import { createReporter, type Reporter } from './progress.ts';
+import { createReporter, tallied, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
 import { admitPiece, commitPiece } from './task-commit.ts';
 import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
@@ -76,7 +76,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   if (cfg.source.kind !== 'api')
     throw new ConfigError('the sandbox source is started by the command line (school-export run); pass an API source here');
   selectResources(cfg.resources, cfg.customResources); // a bad name stops the run before any request or write
-  const reporter = deps.reporter ?? createReporter(cfg.progress, { level: cfg.logLevel });
+  const reporter = tallied(deps.reporter ?? createReporter(cfg.progress, { level: cfg.logLevel }));
   const requests = { count: 0 };
   const startedAt = (deps.now ?? (() => new Date()))();
   const runId = newRunId(startedAt, cfg.shard);
@@ -149,6 +149,11 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
   // a run stopped by a bad token leaves no record of a policy nothing was written under)
   await deps.guard.record();
   for (const t of plan.skipped) run.committer.record(t);
+  void io.reporter.planned?.({
+    sink: io.sink,
+    runId: run.runId,
+    tasks: plan.tasks.map((t) => ({ ...idsOf(t), mode: t.mode, watermark: t.previousWatermark })),
+  });
   io.reporter.emit({
     event: 'run_start',
     run_id: run.runId,
@@ -290,17 +295,22 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     nextSeq: run.nextSeq,
     checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
     admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name }),
-    commit: (piece) =>
-      commitPiece(
+    commit: async (piece) => {
+      await commitPiece(
         { sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name },
         run.privacy.tightening.watch(plan.school, piece),
-      ),
+      );
+      io.reporter.emit({ event: 'task_committed', ...ids, rows_written: rowsOf(piece.task), files: piece.task.files.length });
+    },
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
     signal: run.signal,
     personalData: run.personalData,
   };
 }
+
+const idsOf = (plan: TaskPlan) => ({ school_id: plan.school.id, resource: plan.spec.name });
+const rowsOf = (t: ManifestTask) => Object.values(t.rows).reduce((a, b) => a + b, 0);
 
 /** An interrupt is E_ABORTED whatever the stream or socket made of it. */
 function classifyTaskError(e: unknown, signal: AbortSignal | undefined, ctx: { school: string; resource: string }): ExportError {
@@ -346,6 +356,7 @@ async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<Run
     durationMs: run.clock() - run.began,
     dest: io.sink.url,
     requests: run.requests.count,
+    tally: io.reporter.tally,
     notes: [
       ...plan.notes,
       ...pd.notes,

@@ -36,6 +36,8 @@ export interface RunStatus {
   duration_seconds: number | null;
   shard: string | null;
   tasks: number;
+  /** Full reads whose content equalled the last committed version: no file written. */
+  unchanged: number;
   rows: number;
   failures: number;
 }
@@ -125,6 +127,7 @@ function runStatus(id: string, m: Manifest | undefined, partTasks: ManifestTask[
     duration_seconds: started ? secondsBetween(finished ? new Date(finished) : now, started) : null,
     shard: m?.shard ? `${m.shard.index}/${m.shard.count}` : (/-s(\d+)of(\d+)$/.exec(id)?.slice(1).join('/') ?? null),
     tasks: tasks.length,
+    unchanged: tasks.filter((t) => (t.status as string) === 'unchanged').length,
     rows: tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
     failures: tasks.filter((t) => t.status === 'failed' || t.status === 'interrupted').length,
   };
@@ -194,11 +197,10 @@ export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number }
     states.filter((s) => s !== undefined),
   ).catch((e: unknown) => void problems.push((e as Error).message));
 
+  // a directive per school the receiver ever heard of: read like the states, a few at a time
+  const directives = await Promise.all((await sink.list(DIRECTIVES)).map((p) => limit(() => readJson<SchoolDirective>(sink, p, problems))));
   const deactivated: DeactivatedSchool[] = [];
-  for (const p of await sink.list(DIRECTIVES)) {
-    const d = await readJson<SchoolDirective>(sink, p, problems);
-    if (d?.deactivated) deactivated.push({ type: 'deactivated', school_id: d.school_id, ...d.deactivated });
-  }
+  for (const d of directives) if (d?.deactivated) deactivated.push({ type: 'deactivated', school_id: d.school_id, ...d.deactivated });
   return { dest: sink.url, tasks, runs, deactivated, locks, ...(personal ? { personal_data: personal } : {}), problems };
 }
 

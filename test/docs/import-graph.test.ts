@@ -15,6 +15,7 @@ const ALLOWED: Record<string, string[]> = {
     'format',
     'pipeline',
     'privacy',
+    'report',
     'resources',
     'sandbox',
     'sink',
@@ -47,6 +48,7 @@ const ALLOWED: Record<string, string[]> = {
   resources: ['privacy'],
   discovery: ['source'],
   status: ['manifest', 'privacy', 'sink'],
+  report: ['manifest', 'privacy', 'sink', 'status'],
   warehouse: ['manifest', 'resources', 'sink'],
   webhooks: ['manifest', 'sink'],
 };
