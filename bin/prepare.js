@@ -51,5 +51,8 @@ if (r.status !== 0) {
 } else {
   // the pipeline file's validator as code (src/config/validator-code.ts): no ajv compile at each start
   const { validatorModule } = await import(pathToFileURL(join(root, 'dist/config/validator-code.js')).href);
-  writeFileSync(join(root, 'dist/config/pipeline-validate.cjs'), validatorModule(readFileSync(join(root, 'schema/pipeline.schema.json'), 'utf8')));
+  writeFileSync(
+    join(root, 'dist/config/pipeline-validate.cjs'),
+    validatorModule(readFileSync(join(root, 'schema/pipeline.schema.json'), 'utf8')),
+  );
 }

@@ -8,10 +8,6 @@ import module from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// The AWS SDK warns on Node 20 about versions it will publish in 2027; our lockfile pins the
-// SDK, and a multi-line warning would break the one-JSON-object-per-line logs cron users parse.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
 // Node 22.1+: compiled code of our modules and dependencies is cached on disk (the OS temp dir) and
 // reused by the next start, which then skips most of the parsing and compiling (a night of many
 // short runs pays it once). Node 20 has no such cache: nothing happens there.

@@ -8,6 +8,7 @@ interface SandboxArgs {
   achievements?: number;
   'item-envelope'?: 'bare' | 'data';
   'region-mode'?: 'lenient' | 'strict';
+  'property-permission-naming'?: 'dotted' | 'underscore' | 'singular' | 'kebab' | 'upper' | 'opaque';
   'cursor-max-age-ms'?: number;
   'webhook-url'?: string;
   'data-shape'?: 'standard' | 'wide';
@@ -30,6 +31,11 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
         choices: ['lenient', 'strict'] as const,
         describe: "strict: a school's paths answer only at its own regional domain (docs/sandbox.md, Regions)",
       })
+      .option('property-permission-naming', {
+        choices: ['dotted', 'underscore', 'singular', 'kebab', 'upper', 'opaque'] as const,
+        describe:
+          'how property permissions are named: achievements.comment.read (dotted, default), achievement_comment.read, achievement.comment.read, achievements-comment.read, ACHIEVEMENTS.COMMENT.READ, or opaque names',
+      })
       .option('data-shape', {
         choices: ['standard', 'wide'] as const,
         describe: 'wide: undeclared fields on included people, datetimes in four zones and at DST edges, awkward text (docs/sandbox.md)',
@@ -51,6 +57,7 @@ export const sandboxCommand: CommandModule<object, SandboxArgs> = {
       achievements: optionalIntegerFlag('achievements', a.achievements, 0),
       itemEnvelope: a['item-envelope'],
       regionMode: a['region-mode'],
+      propertyPermissionNaming: a['property-permission-naming'],
       cursorMaxAgeMs: optionalIntegerFlag('cursor-max-age-ms', a['cursor-max-age-ms'], 1),
       webhookUrl: a['webhook-url'],
       dataShape: a['data-shape'],

@@ -61,7 +61,12 @@ export class TextOut {
   }
 
   take(): TextChunk {
-    const chunk: TextChunk = { kind: 'text', rows: this.rows, bytes: this.buf.subarray(0, this.used), ends: this.ends.subarray(0, this.rows) };
+    const chunk: TextChunk = {
+      kind: 'text',
+      rows: this.rows,
+      bytes: this.buf.subarray(0, this.used),
+      ends: this.ends.subarray(0, this.rows),
+    };
     // pages of a table are alike: the next starts with room for this one and an eighth more
     this.expectedBytes = Math.max(4096, Math.ceil(this.used * 1.125));
     this.expectedRows = Math.max(64, Math.ceil(this.rows * 1.125));

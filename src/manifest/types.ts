@@ -57,6 +57,8 @@ export interface ManifestTask {
    * the same row version (same key and updated_at).
    */
   scope_masked?: Record<string, string[]>;
+  /** Columns guarded by a property scope in this task (table -> columns), configured or declared, whether or not masked. */
+  scope_guarded?: Record<string, string[]>;
   error?: { code: string; message: string };
 }
 
@@ -69,6 +71,27 @@ export interface PersonalDataRecord {
   columns?: Record<string, 'keep' | 'pseudonymise' | 'drop'>;
   /** A fingerprint of the pseudonymisation key (never the key): files with different ones do not join. */
   key_id?: string;
+  /**
+   * Final run manifest only: each policy entry with the columns ("table.column") it decided in this
+   * run's rows: `classes` per class (`unsure`: fields no rule names, given the strictest action),
+   * `columns` per override (an override that matched nothing lists none).
+   */
+  matched?: { classes: Record<string, string[]>; columns: Record<string, string[]> };
+  /** The run changed the destination's policy (stricter, or accepted with --personal-data-change). */
+  change?: PolicyChangeRecord;
+}
+
+/** Who changed a destination's personal-data policy, from what, and each difference. */
+export interface PolicyChangeRecord {
+  /** stricter: accepted and announced; accepted: weaker or another key, accepted with --personal-data-change. */
+  kind: 'stricter' | 'accepted';
+  /** SCHOOL_EXPORT_CHANGED_BY, else user@host of the process. */
+  by: string;
+  at: string;
+  /** The policy the destination held before (as its record had it). */
+  from: PersonalDataRecord;
+  /** One line per difference: "free_text: keep -> drop (stricter)". */
+  differences: string[];
 }
 
 export interface Manifest {
@@ -96,7 +119,20 @@ export interface Manifest {
     detected_by: 'api' | 'snapshot';
   }[];
   /** Schools whose exported data was purged in this run (access revoked with --purge-on-revoke). */
-  purged?: { school_id: string; region: string; reason: string; files_removed: number }[];
+  purged?: {
+    school_id: string;
+    region: string;
+    reason: string;
+    files_removed: number;
+    /**
+     * Set when the purge removed only what runs before this one wrote (the files written under a
+     * weaker personal-data policy, once replaced): loaders drop the school's rows staged from
+     * runs before `before_run` (instead of before this manifest's run) and skip those runs' tasks.
+     */
+    before_run?: string;
+  }[];
+  /** The run changed the destination's format (accepted with --format-change). */
+  format_change?: { from: FormatName; to: FormatName; by: string; at: string };
 }
 
 /** One resource's committed progress at one school. */
@@ -113,6 +149,13 @@ export interface ResourceState {
   /** Fingerprint of the personal-data policy and key the rows were written with (absent: kept as
    * read). A run with another one reads the resource again in full (docs/personal-data.md). */
   personal_data?: string;
+  /**
+   * Set when this resource was read again in full under a stricter personal-data policy (or
+   * another key) by the read whose snapshot is this run id: the school's files of runs before it
+   * are deleted (and the deletion recorded as a purge) once every resource of the school has been
+   * read again. Cleared by that purge (docs/personal-data.md).
+   */
+  purge_before?: string;
   /**
    * A full read in progress, committed up to a checkpoint: the next run resumes from `next_url`
    * instead of page 1. Cleared when the read completes.

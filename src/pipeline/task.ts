@@ -35,6 +35,8 @@ export interface TaskPlan {
   forceFullSeq?: number;
   /** "table.column" values null for lack of scope at this school. */
   scopeMasked: string[];
+  /** "table.column" values guarded by a property scope (masked or not): the manifest's scope_guarded. */
+  scopeGuarded?: string[];
   /** The committed watermark the new one may not fall behind (null: forced or --full-refresh start afresh). */
   previousWatermark: string | null;
   /** Why the plan chose this mode (shown by --dry-run and progress). */
@@ -402,6 +404,7 @@ function pieceTask(
     ...(piece.replacedSurrogates ? { replaced_surrogates: piece.replacedSurrogates } : {}),
     ...(split ? { checkpoint: { snapshot: progress.snapshot, seq: progress.seq + 1, final } } : {}),
     ...(plan.scopeMasked.length ? { scope_masked: byTable(plan.scopeMasked) } : {}),
+    ...(plan.scopeGuarded?.length ? { scope_guarded: byTable(plan.scopeGuarded) } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 /** `school-export sandbox`: serve the sandbox until SIGINT/SIGTERM, printing how to reach it. */
-import { startSandbox, type DataShape, type ItemEnvelope, type RegionMode, type Sandbox } from './index.ts';
+import { startSandbox, type DataShape, type ItemEnvelope, type PropertyPermissionNaming, type RegionMode, type Sandbox } from './index.ts';
 
 export interface SandboxCommandOptions {
   port?: number;
@@ -8,6 +8,7 @@ export interface SandboxCommandOptions {
   achievements?: number;
   itemEnvelope?: ItemEnvelope;
   regionMode?: RegionMode;
+  propertyPermissionNaming?: PropertyPermissionNaming;
   cursorMaxAgeMs?: number;
   webhookUrl?: string;
   dataShape?: DataShape;
@@ -37,6 +38,7 @@ export async function runSandboxCommand(opts: SandboxCommandOptions): Promise<vo
     achievementsPerSchool: opts.achievements,
     itemEnvelope: opts.itemEnvelope,
     regionMode: opts.regionMode,
+    propertyPermissionNaming: opts.propertyPermissionNaming,
     cursorMaxAgeMs: opts.cursorMaxAgeMs,
     webhookUrl: opts.webhookUrl,
     dataShape: opts.dataShape,

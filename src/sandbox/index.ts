@@ -13,12 +13,14 @@ import { REGIONS } from './fixtures.ts';
 import { requestHandler, type Listener } from './router.ts';
 import { DATA_SHAPES, type DataShape } from './wide.ts';
 import { ITEM_ENVELOPES, REGION_MODES, World, type ItemEnvelope, type RegionMode } from './world.ts';
+import { PROPERTY_PERMISSION_NAMINGS, type PropertyPermissionNaming } from './scopes.ts';
 
 export type { SandboxControl } from './control.ts';
 export type { FaultRule, FaultKind } from './faults.ts';
 export type { Hold, RequestHook, RequestInfo, RequestMatch } from './hooks.ts';
 export type { AccessState } from './fixtures.ts';
 export type { ItemEnvelope, RegionMode, RequestLogEntry } from './world.ts';
+export type { PropertyPermissionNaming } from './scopes.ts';
 export type { WebhookDelivery } from './webhooks.ts';
 export type { DataShape } from './wide.ts';
 
@@ -41,6 +43,8 @@ export interface SandboxOptions {
   regionMode?: RegionMode;
   /** 'wide': the data a real service sends beyond ours (docs/sandbox.md, "Data shapes"); default 'standard'. */
   dataShape?: DataShape;
+  /** How property permissions are named in /permissions lists (docs/sandbox.md "Tokens and scopes"); default 'dotted'. */
+  propertyPermissionNaming?: PropertyPermissionNaming;
   host?: string;
   port?: number;
 }
@@ -78,6 +82,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     itemEnvelope: oneOf('itemEnvelope', opts.itemEnvelope ?? 'bare', ITEM_ENVELOPES),
     regionMode: oneOf('regionMode', opts.regionMode ?? 'lenient', REGION_MODES),
     dataShape: oneOf('dataShape', opts.dataShape ?? 'standard', DATA_SHAPES),
+    propertyPermissionNaming: oneOf('propertyPermissionNaming', opts.propertyPermissionNaming ?? 'dotted', PROPERTY_PERMISSION_NAMINGS),
   });
   const control = createControl(world);
   const onControl = controlHttp(world, control);

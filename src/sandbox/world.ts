@@ -9,6 +9,7 @@ import { RequestHooks } from './hooks.ts';
 import type { CursorPolicy } from './paginate.ts';
 import { hexOf } from './hash.ts';
 import { SchoolData, type Scope } from './school-data.ts';
+import type { PropertyPermissionNaming } from './scopes.ts';
 import { WebhookSender } from './webhooks.ts';
 import type { DataShape } from './wide.ts';
 import { isoMicros, type Micros } from './time.ts';
@@ -49,6 +50,8 @@ export interface WorldOptions {
   regionMode: RegionMode;
   /** Which data the schools hold (src/sandbox/wide.ts); default 'standard'. */
   dataShape?: DataShape;
+  /** How property permissions are named in /permissions lists (scopes.ts). */
+  propertyPermissionNaming: PropertyPermissionNaming;
   /** How the sandbox waits (slow faults, latency); tests inject one that records instead of waiting. */
   sleep: (ms: number) => Promise<void>;
 }

@@ -140,9 +140,18 @@ export function manifestEntries(m: Manifest, manifestPath: string): { tasks: Loa
   }
   const purges = (m.purged ?? []).map((p) => {
     const schoolId = schoolOf(p.school_id);
-    return { runId: m.run_id, schoolId, key: taskKey(m.run_id, schoolId, PURGE_RESOURCE, 0) };
+    // A purge of what a weaker personal-data policy wrote (before_run) removes the rows of runs
+    // before that run, not before the purge's own: it is applied as a purge at before_run.
+    const runId = p.before_run === undefined ? m.run_id : checkedRunId(p.before_run);
+    return { runId, schoolId, key: taskKey(runId, schoolId, PURGE_RESOURCE, 0) };
   });
   return { tasks, purges };
+}
+
+function checkedRunId(v: unknown): string {
+  if (typeof v !== 'string' || !RUN_ID.test(v))
+    throw new ExportError('E_STATE', `a manifest names an unsafe before_run ${JSON.stringify(String(v)).slice(0, 60)}`);
+  return v;
 }
 
 /**

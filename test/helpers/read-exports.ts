@@ -23,7 +23,11 @@ export function readManifests(dir: string): CommittedTask[] {
   const out: CommittedTask[] = [];
   const purgedAt = new Map<string, string>(); // school -> run_id of its latest purge
   const add = (m: Manifest) => {
-    for (const p of m.purged ?? []) if ((purgedAt.get(p.school_id) ?? '') < m.run_id) purgedAt.set(p.school_id, m.run_id);
+    // a purge of what a weaker personal-data policy wrote counts from its before_run
+    for (const p of m.purged ?? []) {
+      const at = p.before_run ?? m.run_id;
+      if ((purgedAt.get(p.school_id) ?? '') < at) purgedAt.set(p.school_id, at);
+    }
     for (const t of m.tasks) {
       if (t.status !== 'committed') continue;
       // A task committed in checkpoint pieces has one entry per piece (in parts and in the final manifest).

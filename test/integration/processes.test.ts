@@ -94,7 +94,7 @@ describe('separate processes', () => {
       const approved = ((await res.json()) as { data: { id: string }[] }).data.map((s) => s.id);
       expect(approved.length).toBeGreaterThan(N);
       expect(new Set(all)).toEqual(new Set(approved));
-      const states = walk(join(tmp.dir, '_state')).filter((f) => f.endsWith('.json'));
+      const states = walk(join(tmp.dir, '_state')).filter((f) => f.startsWith('region=') && f.endsWith('.json'));
       expect(states.length).toBe(approved.length);
     } finally {
       tmp.cleanup();
