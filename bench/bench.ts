@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { bigSchool, incremental, latency, memory, throughput, type Opts, type Scale, type Shape } from './sections.ts';
 import { live } from './live.ts';
 import { startup } from './startup.ts';
+import { properties } from './properties.ts';
 import { distIsFresh } from './procs.ts';
 import { gitCommit, lines, machine, machineLine, table, type Results } from './report.ts';
 
@@ -22,6 +23,7 @@ export const SCALES: Record<Mode, Scale> = {
     bigSchool: { rows: 100_000, maxPerPage: 100, ms: 100, concurrency: 8, windows: 8, repeat: 2 },
     live: { schools: 4, rows: 10_000, repeat: 3 },
     startup: { schools: 6, rows: 10, repeat: 5 },
+    properties: { rounds: 40 },
   },
   quick: {
     throughput: { schools: 4, rows: 30_000, repeat: 1 },
@@ -31,6 +33,7 @@ export const SCALES: Record<Mode, Scale> = {
     bigSchool: { rows: 100_000, maxPerPage: 100, ms: 100, concurrency: 8, windows: 8, repeat: 1 },
     live: { schools: 4, rows: 10_000, repeat: 1 },
     startup: { schools: 6, rows: 10, repeat: 3 },
+    properties: { rounds: 12 },
   },
   // For the smoke test: every section and every child process, on data small enough for seconds.
   tiny: {
@@ -41,6 +44,8 @@ export const SCALES: Record<Mode, Scale> = {
     bigSchool: { rows: 1_000, maxPerPage: 100, ms: 5, concurrency: 4, windows: 4, repeat: 1 },
     live: { schools: 2, rows: 500, repeat: 1 },
     startup: { schools: 2, rows: 10, repeat: 1 },
+    // npm test runs the property checks themselves (test/integration/value-properties.test.ts)
+    properties: { rounds: 0 },
   },
 };
 
@@ -55,7 +60,7 @@ export interface BenchOptions {
   readmes?: string[];
   nodeArgs?: string[];
   log?: (s: string) => void;
-  /** run only these sections (throughput, memory, latency, big-school, incremental, live, startup); default all */
+  /** run only these sections (throughput, memory, latency, big-school, incremental, live, startup, properties); default all */
   only?: string[];
   /** run only these data shapes; default both */
   shapes?: readonly Shape[];
@@ -90,6 +95,8 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
     if (want('incremental')) results.incremental = await each(incremental);
     if (want('live')) results.live = await each(live);
     if (want('startup')) results.startup = await each(startup);
+    // not per shape: the rounds set their own values into the sandbox's records
+    if (want('properties') && scale.properties.rounds > 0) results.properties = await properties({ ...base, shape: 'standard' });
   } finally {
     await rm(work, { recursive: true, force: true });
   }

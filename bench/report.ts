@@ -14,6 +14,7 @@ import type {
 } from './sections.ts';
 import type { LiveResult } from './live.ts';
 import type { StartupResult } from './startup.ts';
+import type { PropertiesResult } from './properties.ts';
 
 /** A section's results per data shape of the sandbox. */
 type ByShape<T> = Partial<Record<Shape, T>>;
@@ -34,6 +35,7 @@ export interface Results {
   incremental?: ByShape<IncrementalResult>;
   live?: ByShape<LiveResult>;
   startup?: ByShape<StartupResult>;
+  properties?: PropertiesResult;
 }
 
 export interface Machine {
@@ -90,7 +92,18 @@ export function lines(r: Results): Line[] {
     const n = Math.max(0, ...per.map((p) => p.length));
     for (let i = 0; i < n; i++) for (const p of per) if (p[i]) out.push(p[i]!);
   }
+  if (r.properties) out.push(propertiesLine(r.properties));
   return out;
+}
+
+function propertiesLine(p: PropertiesResult): Line {
+  return {
+    section: '10 properties',
+    measure: `generated values (issue 25 item 4), ${p.rounds} seeded rounds from PROPERTY_SEED=${p.firstSeed}: NDJSON, CSV, Parquet into DuckDB by warehouse load and the static plan`,
+    value: `${int(p.checked)} values compared, ${int(p.mismatches.length)} mismatches (${(p.ms / 1000).toFixed(0)} s)`,
+    target: '0 mismatches',
+    verdict: verdict(p.mismatches.length === 0),
+  };
 }
 
 /** Issue 13's targets (standard shape) and issue 21's (wide shape), for the end-to-end runs against the hand-written script. */

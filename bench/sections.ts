@@ -28,6 +28,8 @@ export interface Scale {
   live: { schools: number; rows: number; repeat: number };
   /** the whole command's fixed cost: `schools` x `rows`, `repeat` runs after one warm-up */
   startup: { schools: number; rows: number; repeat: number };
+  /** seeded rounds of the property checks (bench/properties.ts; 0: the section is skipped) */
+  properties: { rounds: number };
 }
 
 export const PER_PAGE = 1000; // the exporter's default per_page, and the sandbox's maximum
