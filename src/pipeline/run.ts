@@ -223,6 +223,7 @@ async function runOne(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan
       rows: result.rows,
       files: result.files,
       resumed: result.resumed,
+      ...(result.unchanged ? { unchanged: true } : {}),
       ms: Math.round(run.clock() - t0),
     });
   } catch (e) {

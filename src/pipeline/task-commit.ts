@@ -1,5 +1,6 @@
 import { ExportError } from '../errors.ts';
 import type { Committer } from '../manifest/committer.ts';
+import { contentChanged } from '../manifest/state.ts';
 import { readDirective, statePath, updateState } from '../manifest/state-store.ts';
 import type { Sink } from '../sink/types.ts';
 import type { PieceCommit } from './task.ts';
@@ -26,6 +27,7 @@ export async function commitPiece(
       promote: async () => {
         await updateState(sink, school.region, school.id, (s) => {
           s.resources[o.resource] = piece.state(s.resources[o.resource]);
+          for (const r of piece.invalidates ?? []) if (s.resources[r]?.content) s.resources[r] = contentChanged(s.resources[r]);
         });
         // What the new state no longer references (superseded id lists) would only grow the destination.
         if (piece.obsolete.length) await sink.remove(piece.obsolete).catch(() => undefined);

@@ -7,6 +7,7 @@ import type { Sink } from '../sink/types.ts';
 import type { Row, TableSchema } from '../table.ts';
 import type { PageResult } from '../encode/page-work.ts';
 import { TableFiles } from './table-files.ts';
+import type { ContentHash } from './content-hash.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
 
 /** The school a task reads, as discovery found it. */
@@ -33,6 +34,8 @@ export interface TaskOutputOptions {
   collectKeys: boolean;
   /** The run's personal-data policy: applied to each table's rows after flattening, before writing. */
   personalData?: PersonalData;
+  /** Hash the content written (a full read that may turn out unchanged): a fresh hash for each (re)start of the read. */
+  content?: () => ContentHash;
 }
 
 /** What was committed since the previous commit of the same task (one manifest entry). */
@@ -60,6 +63,10 @@ export class TaskOutput {
   readonly keys: Set<string> | undefined;
   /** Records handed in since the task began. */
   records = 0;
+  /** The content hash of everything written since the read began, while it is one piece (content-hash.ts). */
+  private content: ContentHash | undefined;
+  /** Tables whose rows deletion records read from the API named (their content changed behind any hash). */
+  readonly deletedTables = new Set<string>();
 
   constructor(private readonly o: TaskOutputOptions) {
     this.flattener = compileFlattener(o.spec);
@@ -68,6 +75,7 @@ export class TaskOutput {
     if (!this.schemas.has('deletions')) this.schemas.set('deletions', DELETIONS_SCHEMA);
     this.ctx = { schoolId: o.school.id, region: o.school.region, runId: o.runId, extractedAt: o.extractedAt };
     this.keys = o.collectKeys ? new Set<string>() : undefined;
+    this.content = o.content?.();
   }
 
   get metaContext(): { schoolId: string; region: string; runId: string; extractedAt: string } {
@@ -80,7 +88,10 @@ export class TaskOutput {
     // hold the values as the policy leaves them (docs/personal-data.md).
     if (this.o.personalData)
       for (const [table, rows] of tables) if (rows.length) this.o.personalData.transformFor(this.schemas.get(table)!)?.(rows);
-    for (const [table, rows] of tables) await this.writeRows(table, rows);
+    for (const [table, rows] of tables) {
+      if (rows.length) this.content?.rows(table, rows);
+      await this.writeRows(table, rows);
+    }
     if (this.keys) {
       const key = this.o.spec.key[0]!;
       for (const r of tables.get(this.o.spec.name) ?? []) this.keys.add(String(r[key]));
@@ -93,7 +104,10 @@ export class TaskOutput {
    * same files as writeRecords' would, with the same bytes; its key values and drift are merged.
    */
   async writeEncoded(page: PageResult): Promise<void> {
-    for (const { table, chunk } of page.tables) await this.filesFor(table).writeEncoded(chunk);
+    for (const { table, chunk } of page.tables) {
+      this.content?.chunk(table, chunk, this.schemaOf(table));
+      await this.filesFor(table).writeEncoded(chunk);
+    }
     if (this.keys && page.keys) for (const k of page.keys) this.keys.add(k);
     for (const [table, names] of page.drift ?? []) {
       let set = this.encodedDrift.get(table);
@@ -110,7 +124,17 @@ export class TaskOutput {
   async writeRows(table: string, rows: Row[]): Promise<void> {
     if (rows.length === 0) return;
     await this.filesFor(table).write(rows);
-    if (table === 'deletions') collectDeletions(rows, this.o.school.id, this.pendingDeletions);
+    if (table === 'deletions') collectDeletions(rows, this.o.school.id, this.pendingDeletions, this.deletedTables);
+  }
+
+  /** The hash of the content written so far, when it is kept (see content-hash.ts). */
+  contentDigest(): string | undefined {
+    return this.content?.digest();
+  }
+
+  /** The read goes on in pieces (a checkpoint): it can no longer be found unchanged. */
+  forgetContent(): void {
+    this.content = undefined;
   }
 
   /** Makes every file written since the previous commit durable and returns them. */
@@ -133,6 +157,7 @@ export class TaskOutput {
     await this.abort();
     this.pendingDeletions = [];
     this.keys?.clear();
+    this.content = this.o.content?.();
   }
 
   /** Undeclared fields seen so far, per table. */
@@ -150,11 +175,16 @@ export class TaskOutput {
     return out;
   }
 
+  private schemaOf(table: string): TableSchema {
+    const schema = this.schemas.get(table);
+    if (!schema) throw new Error(`flattener produced rows for undeclared table ${table}`);
+    return schema;
+  }
+
   private filesFor(table: string): TableFiles {
     let f = this.files.get(table);
     if (!f) {
-      const schema = this.schemas.get(table);
-      if (!schema) throw new Error(`flattener produced rows for undeclared table ${table}`);
+      const schema = this.schemaOf(table);
       const { sink, format, formatOptions, runId, nextSeq, limits } = this.o;
       const dir = `${table}/region=${this.o.school.region}/school_id=${this.o.school.id}`;
       f = new TableFiles({ sink, format, formatOptions, schema, dir, runId, nextSeq, limits });
@@ -165,8 +195,9 @@ export class TaskOutput {
 }
 
 /** Deletions also go into the run manifest, so a reader can act on them without the files. */
-function collectDeletions(rows: Row[], schoolId: string, out: Manifest['deletions']): void {
+function collectDeletions(rows: Row[], schoolId: string, out: Manifest['deletions'], tables: Set<string>): void {
   for (const r of rows) {
+    if (r.detected_by !== 'snapshot' && typeof r.table === 'string') tables.add(r.table);
     out.push({
       school_id: schoolId,
       type: String(r.type),
