@@ -76,6 +76,7 @@ export class TaskOutput {
     this.ctx = { schoolId: o.school.id, region: o.school.region, runId: o.runId, extractedAt: o.extractedAt };
     this.keys = o.collectKeys ? new Set<string>() : undefined;
     this.content = o.content?.();
+    this.holdNext = this.content !== undefined;
   }
 
   get metaContext(): { schoolId: string; region: string; runId: string; extractedAt: string } {
@@ -88,15 +89,15 @@ export class TaskOutput {
     // hold the values as the policy leaves them (docs/personal-data.md).
     if (this.o.personalData)
       for (const [table, rows] of tables) if (rows.length) this.o.personalData.transformFor(this.schemas.get(table)!)?.(rows);
-    for (const [table, rows] of tables) {
-      if (rows.length) this.content?.rows(table, rows);
-      await this.writeRows(table, rows);
-    }
+    for (const [table, rows] of tables) if (rows.length) this.content?.rows(table, rows);
     if (this.keys) {
       const key = this.o.spec.key[0]!;
       for (const r of tables.get(this.o.spec.name) ?? []) this.keys.add(String(r[key]));
     }
     this.records += records.length;
+    await this.emit(async () => {
+      for (const [table, rows] of tables) await this.writeRows(table, rows);
+    });
   }
 
   /**
@@ -104,10 +105,7 @@ export class TaskOutput {
    * same files as writeRecords' would, with the same bytes; its key values and drift are merged.
    */
   async writeEncoded(page: PageResult): Promise<void> {
-    for (const { table, chunk } of page.tables) {
-      this.content?.chunk(table, chunk, this.schemaOf(table));
-      await this.filesFor(table).writeEncoded(chunk);
-    }
+    for (const { table, chunk } of page.tables) this.content?.chunk(table, chunk, this.schemaOf(table));
     if (this.keys && page.keys) for (const k of page.keys) this.keys.add(k);
     for (const [table, names] of page.drift ?? []) {
       let set = this.encodedDrift.get(table);
@@ -115,6 +113,34 @@ export class TaskOutput {
       for (const n of names) set.add(n);
     }
     this.records += page.records;
+    await this.emit(async () => {
+      for (const { table, chunk } of page.tables) await this.filesFor(table).writeEncoded(chunk);
+    });
+  }
+
+  /**
+   * While the read may still turn out unchanged (its content is hashed), its first page is held
+   * here instead of written: a one-page read found unchanged then never opens a file (most tasks
+   * of a nightly run over thousands of schools). The next write, or commit(), writes it first.
+   * One page at most, so memory stays bounded.
+   */
+  private held: (() => Promise<void>) | undefined;
+  private holdNext = false;
+
+  private async emit(write: () => Promise<void>): Promise<void> {
+    if (this.holdNext) {
+      this.holdNext = false;
+      this.held = write;
+      return;
+    }
+    await this.release();
+    await write();
+  }
+
+  private async release(): Promise<void> {
+    const write = this.held;
+    this.held = undefined;
+    if (write) await write();
   }
 
   /** Drift of pages encoded elsewhere (their flattener is not this one). */
@@ -123,6 +149,7 @@ export class TaskOutput {
   /** Rows of one table (also derived ones, such as snapshot-detected deletions). */
   async writeRows(table: string, rows: Row[]): Promise<void> {
     if (rows.length === 0) return;
+    await this.release(); // after the rows of a held page, in the order they came
     await this.filesFor(table).write(rows);
     if (table === 'deletions') collectDeletions(rows, this.o.school.id, this.pendingDeletions, this.deletedTables);
   }
@@ -139,6 +166,7 @@ export class TaskOutput {
 
   /** Makes every file written since the previous commit durable and returns them. */
   async commit(): Promise<CommittedPiece> {
+    await this.release();
     const files: ManifestFile[] = [];
     for (const f of this.files.values()) files.push(...(await f.commit()));
     const rows: Record<string, number> = {};
@@ -149,6 +177,8 @@ export class TaskOutput {
   }
 
   async abort(): Promise<void> {
+    this.held = undefined;
+    this.holdNext = false;
     await Promise.allSettled([...this.files.values()].map((f) => f.abort()));
   }
 
@@ -158,6 +188,7 @@ export class TaskOutput {
     this.pendingDeletions = [];
     this.keys?.clear();
     this.content = this.o.content?.();
+    this.holdNext = this.content !== undefined;
   }
 
   /** Undeclared fields seen so far, per table. */
