@@ -31,8 +31,9 @@ export async function readState(sink: Sink, region: string, schoolId: string): P
   }
 }
 
+/** One line of JSON: a run at thousands of schools writes thousands of these (`jq .` shows them indented). */
 export async function writeState(sink: Sink, state: SchoolState): Promise<void> {
-  await sink.writeAtomic(statePath(state.region, state.school_id), JSON.stringify(state, null, 2) + '\n');
+  await sink.writeAtomic(statePath(state.region, state.school_id), JSON.stringify(state) + '\n');
 }
 
 /**

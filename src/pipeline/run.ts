@@ -3,6 +3,7 @@ import pLimit from 'p-limit';
 import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { Committer } from '../manifest/committer.ts';
+import { StateBook } from '../manifest/state-book.ts';
 import { acquireLease, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
@@ -59,6 +60,8 @@ interface RunContext {
   inactive: Map<string, ExportError>;
   /** The personal-data policy every task applies (compiled per table once per run). */
   personalData: PersonalData;
+  /** The schools' state and directives, batched per school while it has tasks in flight. */
+  states: StateBook;
 }
 
 /**
@@ -137,7 +140,9 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
     tasks: plan.tasks.length,
   });
   const limit = pLimit(cfg.concurrency);
-  await Promise.all(plan.tasks.map((t) => limit(() => runOne(cfg, io, run, t))));
+  // a school's state stays in memory from its first task's commit to its last task's end
+  for (const t of plan.tasks) run.states.hold(t.school.id);
+  await Promise.all(plan.tasks.map((t) => limit(() => runOne(cfg, io, run, t).finally(() => run.states.release(t.school.id)))));
   return finishRun(io, run, plan);
 }
 
@@ -171,6 +176,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     signal: deps.signal,
     inactive: new Map(),
     personalData,
+    states: new StateBook(io.sink),
   };
 }
 
@@ -265,8 +271,9 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     limits: { maxRows: cfg.maxFileRows, maxBytes: cfg.maxFileBytes },
     nextSeq: run.nextSeq,
     checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
-    admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name }),
-    commit: (piece) => commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name }, piece),
+    admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name, states: run.states }),
+    commit: (piece) =>
+      commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name, states: run.states }, piece),
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
     signal: run.signal,

@@ -36,6 +36,8 @@ export interface TaskOutputOptions {
   personalData?: PersonalData;
   /** Hash the content written (a full read that may turn out unchanged): a fresh hash for each (re)start of the read. */
   content?: () => ContentHash;
+  /** There is a last content to compare with: hold the first page (see `held`). */
+  holdFirstPage?: boolean;
 }
 
 /** What was committed since the previous commit of the same task (one manifest entry). */
@@ -76,7 +78,7 @@ export class TaskOutput {
     this.ctx = { schoolId: o.school.id, region: o.school.region, runId: o.runId, extractedAt: o.extractedAt };
     this.keys = o.collectKeys ? new Set<string>() : undefined;
     this.content = o.content?.();
-    this.holdNext = this.content !== undefined;
+    this.holdNext = this.content !== undefined && o.holdFirstPage === true;
   }
 
   get metaContext(): { schoolId: string; region: string; runId: string; extractedAt: string } {
@@ -188,7 +190,7 @@ export class TaskOutput {
     this.pendingDeletions = [];
     this.keys?.clear();
     this.content = this.o.content?.();
-    this.holdNext = this.content !== undefined;
+    this.holdNext = this.content !== undefined && this.o.holdFirstPage === true;
   }
 
   /** Undeclared fields seen so far, per table. */

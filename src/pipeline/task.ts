@@ -127,7 +127,7 @@ interface ReadProgress {
  */
 export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskResult> {
   const collectKeys = plan.mode === 'full' && snapshotComparable(plan.spec);
-  const content = hashesContent(plan) ? { content: contentHasher(plan, env) } : {};
+  const content = hashesContent(plan) ? { content: contentHasher(plan, env), holdFirstPage: plan.lastContent !== undefined } : {};
   const out = new TaskOutput({ ...env, spec: plan.spec, school: plan.school, collectKeys, ...content });
   const progress = startProgress(plan, env);
   const encoding = openEncoding(plan, env, out, collectKeys);
