@@ -39,9 +39,10 @@ export class StateBook {
 
   /**
    * Applies `mutate` to the school's state and writes it; resolves once a write holding the
-   * change is durable. A failed write rejects every change of its batch (none is kept).
+   * change is durable, with the school's directive as read after that write (`checked`: one read
+   * for the whole batch). A failed write rejects every change of its batch (none is kept).
    */
-  update(region: string, schoolId: string, mutate: (s: SchoolState) => void): Promise<SchoolState> {
+  update(region: string, schoolId: string, mutate: (s: SchoolState) => void): Promise<Written> {
     const e = this.entry(schoolId);
     return new Promise((resolve, reject) => {
       e.pending.push({ mutate, resolve, reject });
@@ -51,9 +52,12 @@ export class StateBook {
 
   /** The school's directive, from a read that began after this call. */
   directive(schoolId: string): Promise<SchoolDirective | undefined> {
+    return this.directives(schoolId).get();
+  }
+
+  private directives(schoolId: string): Fresh<SchoolDirective | undefined> {
     const e = this.entry(schoolId);
-    e.directive ??= new Fresh(() => readDirective(this.sink, schoolId));
-    return e.directive.get();
+    return (e.directive ??= new Fresh(() => readDirective(this.sink, schoolId)));
   }
 
   /** The school's state files were removed (a purge): read the state again before the next change. */
@@ -95,7 +99,10 @@ export class StateBook {
       try {
         await writeState(this.sink, next);
         e.cache = next;
-        for (const b of applied) b.resolve(next);
+        // read after this write began: the check "after the state was written" of the whole batch
+        const checked = this.directives(schoolId).get();
+        checked.catch(() => undefined); // each caller awaits it and meets its failure there
+        for (const b of applied) b.resolve({ state: next, checked });
       } catch (err) {
         for (const b of applied) b.reject(err);
       }
@@ -105,16 +112,26 @@ export class StateBook {
   }
 }
 
+/** A change written: the state it is in, and the school's directive as read after that write. */
+export interface Written {
+  state: SchoolState;
+  checked: Promise<SchoolDirective | undefined>;
+}
+
 interface Entry {
   refs: number;
   /** The state as last written (or read) by this run. */
   cache?: SchoolState;
-  pending: { mutate: (s: SchoolState) => void; resolve: (s: SchoolState) => void; reject: (e: unknown) => void }[];
+  pending: { mutate: (s: SchoolState) => void; resolve: (w: Written) => void; reject: (e: unknown) => void }[];
   writing?: Promise<void>;
   directive?: Fresh<SchoolDirective | undefined>;
 }
 
-/** Reads shared by the callers that asked while one was in flight: each answer began after its question. */
+/**
+ * Reads shared by the callers that asked while one was in flight: each answer comes from a read
+ * that began after its question (a question asked during a read waits for the next one, which
+ * every question asked meanwhile shares).
+ */
 class Fresh<T> {
   private running: Promise<T> | undefined;
   private queued: Promise<T> | undefined;

@@ -3,7 +3,7 @@ import type { Committer } from '../manifest/committer.ts';
 import { contentChanged } from '../manifest/state.ts';
 import type { StateBook } from '../manifest/state-book.ts';
 import { readDirective, statePath, updateState } from '../manifest/state-store.ts';
-import type { SchoolState } from '../manifest/types.ts';
+import type { SchoolDirective, SchoolState } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
 import type { PieceCommit } from './task.ts';
 import type { SchoolRef } from './task-output.ts';
@@ -22,22 +22,23 @@ export async function commitPiece(
 ): Promise<void> {
   const { sink } = o;
   const written = piece.task.files.map((f) => f.path);
+  let checked: Promise<SchoolDirective | undefined> | undefined;
   await commitOrRemove(sink, written, () =>
     o.committer.commit({
       task: piece.task,
       deletions: piece.deletions,
       promote: async () => {
-        await changeState(o, (s) => {
+        ({ checked } = await changeState(o, (s) => {
           s.resources[o.resource] = piece.state(s.resources[o.resource]);
           for (const r of piece.invalidates ?? []) if (s.resources[r]?.content) s.resources[r] = contentChanged(s.resources[r]);
-        });
+        }));
         // What the new state no longer references (superseded id lists) would only grow the destination.
         if (piece.obsolete.length) await sink.remove(piece.obsolete).catch(() => undefined);
       },
     }),
   );
   try {
-    await refuseIfRevoked(o, written, true);
+    await refuseIfRevoked(o, written, true, checked);
   } catch (e) {
     o.committer.retract(piece.task, e as ExportError);
     throw e;
@@ -63,20 +64,26 @@ export async function admitPiece(o: { sink: Sink; school: SchoolRef; resource: s
 }
 
 /**
- * Through the run's StateBook (one write per batch of the school's changes, its directive read
- * once for every check asked meanwhile), or, without one, straight to the state file.
+ * Through the run's StateBook (one write per batch of the school's changes, and one directive
+ * read after it for the whole batch), or, without one, straight to the state file. Returns the
+ * school's directive as read after the write (undefined: read it when it is checked).
  */
-function changeState(o: { sink: Sink; school: SchoolRef; states?: StateBook }, mutate: (s: SchoolState) => void): Promise<SchoolState> {
-  if (o.states) return o.states.update(o.school.region, o.school.id, mutate);
-  return updateState(o.sink, o.school.region, o.school.id, mutate);
+async function changeState(
+  o: { sink: Sink; school: SchoolRef; states?: StateBook },
+  mutate: (s: SchoolState) => void,
+): Promise<{ checked?: Promise<SchoolDirective | undefined> }> {
+  if (o.states) return await o.states.update(o.school.region, o.school.id, mutate);
+  await updateState(o.sink, o.school.region, o.school.id, mutate);
+  return {};
 }
 
 async function refuseIfRevoked(
   o: { sink: Sink; school: SchoolRef; resource: string; states?: StateBook },
   written: string[],
   afterState: boolean,
+  readAfterState?: Promise<SchoolDirective | undefined>,
 ): Promise<void> {
-  const directive = await (o.states ? o.states.directive(o.school.id) : readDirective(o.sink, o.school.id));
+  const directive = await (readAfterState ?? (o.states ? o.states.directive(o.school.id) : readDirective(o.sink, o.school.id)));
   const off = directive?.deactivated;
   const purge = off?.purge === true;
   // Committed before the revocation without a purge: kept, like the school's earlier data.

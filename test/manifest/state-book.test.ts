@@ -55,7 +55,11 @@ describe('StateBook', () => {
     const states = await Promise.all(done);
     // the first change was written alone (the others arrived while it was written), then the nine together
     expect(sink.writes).toEqual([statePath('uk', 'A1001'), statePath('uk', 'A1001')]);
-    expect(Object.keys(states[9]!.resources).sort()).toEqual([...names].sort());
+    expect(Object.keys(states[9]!.state.resources).sort()).toEqual([...names].sort());
+    // the school's directive is read once after each write, for every change the write held
+    expect(new Set(states.slice(1).map((w) => w.checked)).size).toBe(1);
+    await Promise.all(states.map((w) => w.checked));
+    expect(sink.reads.filter((p) => p === directivePath('A1001'))).toHaveLength(2);
     // later changes start from what was written, without reading the file again
     await book.update('uk', 'A1001', (s) => void (s.resources.more = rs('2026-01-02T00:00:00.000Z')));
     expect(sink.reads.filter((p) => p === statePath('uk', 'A1001'))).toHaveLength(1);
@@ -69,7 +73,7 @@ describe('StateBook', () => {
     book.hold('A1002');
     sink.failNextWrite = true;
     await expect(book.update('uk', 'A1002', (s) => void (s.resources.lost = rs('2026-01-02T00:00:00.000Z')))).rejects.toThrow('disk full');
-    const s = await book.update('uk', 'A1002', (x) => void (x.resources.later = rs('2026-01-03T00:00:00.000Z')));
+    const { state: s } = await book.update('uk', 'A1002', (x) => void (x.resources.later = rs('2026-01-03T00:00:00.000Z')));
     expect(Object.keys(s.resources).sort()).toEqual(['kept', 'later']);
     expect(Object.keys((await readState(sink, 'uk', 'A1002')).resources).sort()).toEqual(['kept', 'later']);
   });
