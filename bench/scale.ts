@@ -21,7 +21,7 @@ import type { Line } from './report.ts';
 import type { Opts } from './sections.ts';
 
 /** Schools per case, by bench mode (the 10,000 case takes minutes: full mode only). */
-export const SCALE_SCHOOLS: Record<string, number[]> = { full: [2_000, 10_000], quick: [2_000], tiny: [12] };
+export const SCALE_SCHOOLS: Record<string, number[]> = { full: [2_000, 10_000], quick: [2_000], tiny: [6] };
 const CONCURRENCY = 16;
 const FORMAT = 'parquet';
 

@@ -56,7 +56,8 @@ const DELETIONS_SCHEMA: TableSchema = tableSchemas(resourceByName('deletions')!)
  * Everything here runs per page; nothing per row beyond the flattener's and writers' own work.
  */
 export class TaskOutput {
-  private readonly flattener: Flattener;
+  /** Compiled on the first flattened page: pages encoded by src/encode, and empty reads, never need it. */
+  private flattenerOrUndefined: Flattener | undefined;
   private readonly schemas: Map<string, TableSchema>;
   private readonly files = new Map<string, TableFiles>();
   private readonly ctx: { schoolId: string; region: string; runId: string; extractedAt: string };
@@ -71,14 +72,17 @@ export class TaskOutput {
   readonly deletedTables = new Set<string>();
 
   constructor(private readonly o: TaskOutputOptions) {
-    this.flattener = compileFlattener(o.spec);
-    this.schemas = new Map(this.flattener.tables.map((t) => [t.name, t]));
+    this.schemas = new Map(tableSchemas(o.spec).map((t) => [t.name, t]));
     // Snapshot-detected deletions of this resource go to the deletions table.
     if (!this.schemas.has('deletions')) this.schemas.set('deletions', DELETIONS_SCHEMA);
     this.ctx = { schoolId: o.school.id, region: o.school.region, runId: o.runId, extractedAt: o.extractedAt };
     this.keys = o.collectKeys ? new Set<string>() : undefined;
     this.content = o.content?.();
     this.holdNext = this.content !== undefined && o.holdFirstPage === true;
+  }
+
+  private get flattener(): Flattener {
+    return (this.flattenerOrUndefined ??= compileFlattener(this.o.spec));
   }
 
   get metaContext(): { schoolId: string; region: string; runId: string; extractedAt: string } {
@@ -197,7 +201,7 @@ export class TaskOutput {
   drift(): Record<string, string[]> {
     const out: Record<string, string[]> = {};
     const all = new Map<string, Set<string>>();
-    for (const m of [this.flattener.drift(), this.encodedDrift]) {
+    for (const m of [this.flattenerOrUndefined?.drift() ?? new Map<string, Set<string>>(), this.encodedDrift]) {
       for (const [t, fields] of m) {
         const set = all.get(t) ?? new Set<string>();
         for (const f of fields) set.add(f);
