@@ -6,7 +6,8 @@ import type { Manifest, ManifestTask, SchoolState } from '../../src/manifest/typ
 import { runExport } from '../../src/pipeline/run.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import type { Row } from '../../src/table.ts';
-import { warehouseLoad } from '../../src/warehouse/commands.ts';
+import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
+import { runStaticScript } from '../warehouse/fixtures.ts';
 import { currentTables } from '../warehouse/tables.ts';
 import { canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 
@@ -35,6 +36,7 @@ describe('unchanged full reads write nothing', () => {
   const tmp = tempDir('unchanged-');
   const dest = join(tmp.dir, 'exports');
   const db = join(tmp.dir, 'warehouse.duckdb');
+  const staticDb = join(tmp.dir, 'static.duckdb');
   let schools: { id: string; region: string }[] = [];
   const run = (extra: PipelineConfig = {}) =>
     runExport(sandboxConfig(sb, dest, { format: 'parquet', ...extra }), { token: sb.tokens.full });
@@ -49,16 +51,20 @@ describe('unchanged full reads write nothing', () => {
       .map((t) => `${t.school_id} ${t.resource}`)
       .sort();
 
+  /** `warehouse load`, and the static script (BigQuery / Snowflake, rendered for DuckDB) into its own file, both equal the sandbox. */
   async function expectWarehouseEqualsSandbox(): Promise<void> {
     await warehouseLoad({ dest, into: `duckdb:${db}` });
+    await runStaticScript(dest, staticDb, builtinTables());
     const expected = await expectedState(
       sb,
       schools.map((s) => s.id),
       (id) => schools.find((s) => s.id === id)!.region,
     );
-    const actual = await currentTables(db);
-    for (const [table, rows] of expected) {
-      expect({ table, rows: canonical(actual.get(table) ?? ([] as Row[])) }).toEqual({ table, rows: canonical(rows) });
+    for (const file of [db, staticDb]) {
+      const actual = await currentTables(file);
+      for (const [table, rows] of expected) {
+        expect({ file, table, rows: canonical(actual.get(table) ?? ([] as Row[])) }).toEqual({ file, table, rows: canonical(rows) });
+      }
     }
   }
 
