@@ -41,11 +41,13 @@ export class StateBook {
    * Applies `mutate` to the school's state and writes it; resolves once a write holding the
    * change is durable, with the school's directive as read after that write (`checked`: one read
    * for the whole batch). A failed write rejects every change of its batch (none is kept).
+   * `nameDurable`: the caller then removes what the previous state referred to, so the new
+   * state's name must survive a crash too (writeState).
    */
-  update(region: string, schoolId: string, mutate: (s: SchoolState) => void): Promise<Written> {
+  update(region: string, schoolId: string, mutate: (s: SchoolState) => void, o: { nameDurable?: boolean } = {}): Promise<Written> {
     const e = this.entry(schoolId);
     return new Promise((resolve, reject) => {
-      e.pending.push({ mutate, resolve, reject });
+      e.pending.push({ mutate, resolve, reject, nameDurable: o.nameDurable === true });
       e.writing ??= this.writeLoop(region, schoolId, e);
     });
   }
@@ -77,6 +79,9 @@ export class StateBook {
   }
 
   private async writeLoop(region: string, schoolId: string, e: Entry): Promise<void> {
+    // The committer promotes every task of a manifest part at once: let the school's other
+    // changes of that part arrive, so they share this write instead of waiting for the next.
+    await Promise.resolve();
     while (e.pending.length > 0) {
       const batch = e.pending.splice(0);
       let next: SchoolState;
@@ -97,7 +102,8 @@ export class StateBook {
       });
       if (applied.length === 0) continue;
       try {
-        await writeState(this.sink, next);
+        // the directory fsync only when a change needs its new name durable (see writeState)
+        await writeState(this.sink, next, { nameDurable: applied.some((b) => b.nameDurable) });
         e.cache = next;
         // read after this write began: the check "after the state was written" of the whole batch
         const checked = this.directives(schoolId).get();
@@ -122,7 +128,7 @@ interface Entry {
   refs: number;
   /** The state as last written (or read) by this run. */
   cache?: SchoolState;
-  pending: { mutate: (s: SchoolState) => void; resolve: (w: Written) => void; reject: (e: unknown) => void }[];
+  pending: { mutate: (s: SchoolState) => void; resolve: (w: Written) => void; reject: (e: unknown) => void; nameDurable: boolean }[];
   writing?: Promise<void>;
   directive?: Fresh<SchoolDirective | undefined>;
 }

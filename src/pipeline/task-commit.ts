@@ -28,10 +28,11 @@ export async function commitPiece(
       task: piece.task,
       deletions: piece.deletions,
       promote: async () => {
-        ({ checked } = await changeState(o, (s) => {
+        const mutate = (s: SchoolState): void => {
           s.resources[o.resource] = piece.state(s.resources[o.resource]);
           for (const r of piece.invalidates ?? []) if (s.resources[r]?.content) s.resources[r] = contentChanged(s.resources[r]);
-        }));
+        };
+        ({ checked } = await changeState(o, mutate, piece.obsolete.length > 0));
         // What the new state no longer references (superseded id lists) would only grow the destination.
         if (piece.obsolete.length) await sink.remove(piece.obsolete).catch(() => undefined);
       },
@@ -71,8 +72,9 @@ export async function admitPiece(o: { sink: Sink; school: SchoolRef; resource: s
 async function changeState(
   o: { sink: Sink; school: SchoolRef; states?: StateBook },
   mutate: (s: SchoolState) => void,
+  nameDurable: boolean,
 ): Promise<{ checked?: Promise<SchoolDirective | undefined> }> {
-  if (o.states) return await o.states.update(o.school.region, o.school.id, mutate);
+  if (o.states) return await o.states.update(o.school.region, o.school.id, mutate, { nameDurable });
   await updateState(o.sink, o.school.region, o.school.id, mutate);
   return {};
 }

@@ -46,7 +46,7 @@ export class LocalSink implements Sink {
    * directory fsync as openFile's commit, without a stream or a checksum (a nightly run at
    * thousands of schools writes thousands of these).
    */
-  async writeAtomic(relPath: string, data: string | Buffer): Promise<void> {
+  async writeAtomic(relPath: string, data: string | Buffer, o: { nameDurable?: boolean } = {}): Promise<void> {
     const finalPath = this.localPath(relPath);
     const dir = path.dirname(finalPath);
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
@@ -63,7 +63,7 @@ export class LocalSink implements Sink {
       }
       await rename(tmpPath, finalPath);
       renamed = true;
-      await this.io.fsyncDir(dir);
+      if (o.nameDurable !== false) await this.io.fsyncDir(dir);
     } catch (e) {
       // not durable means not written: nothing stays, as with openFile's commit
       if (tmp && !renamed) await rm(tmp, { force: true }).catch(() => undefined);

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalSink } from '../../src/sink/local.ts';
+import { realIo } from '../../src/sink/local-io.ts';
 import { StateBook } from '../../src/manifest/state-book.ts';
 import { directivePath, readState, statePath, writeDirective, writeState } from '../../src/manifest/state-store.ts';
 import type { ResourceState } from '../../src/manifest/types.ts';
@@ -44,7 +45,7 @@ describe('StateBook', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('batches the changes that arrive while a write is in flight: every change kept, fewer writes, one read', async () => {
+  it('batches changes asked together, and those that arrive while a write is in flight: every change kept, fewer writes, one read', async () => {
     const book = new StateBook(sink);
     book.hold('A1001');
     let release!: () => void;
@@ -53,18 +54,27 @@ describe('StateBook', () => {
     const done = names.map((n) => book.update('uk', 'A1001', (s) => void (s.resources[n] = rs('2026-01-01T00:00:00.000Z'))));
     release();
     const states = await Promise.all(done);
-    // the first change was written alone (the others arrived while it was written), then the nine together
-    expect(sink.writes).toEqual([statePath('uk', 'A1001'), statePath('uk', 'A1001')]);
+    // changes asked together are written together
+    expect(sink.writes).toEqual([statePath('uk', 'A1001')]);
     expect(Object.keys(states[9]!.state.resources).sort()).toEqual([...names].sort());
     // the school's directive is read once after each write, for every change the write held
-    expect(new Set(states.slice(1).map((w) => w.checked)).size).toBe(1);
+    expect(new Set(states.map((w) => w.checked)).size).toBe(1);
     await Promise.all(states.map((w) => w.checked));
-    expect(sink.reads.filter((p) => p === directivePath('A1001'))).toHaveLength(2);
+    expect(sink.reads.filter((p) => p === directivePath('A1001'))).toHaveLength(1);
+    // a change asked while a write is in flight waits for it, then goes with the changes asked meanwhile
+    let release2!: () => void;
+    sink.hold = new Promise<void>((r) => (release2 = r));
+    const first = book.update('uk', 'A1001', (s) => void (s.resources.x = rs('2026-01-03T00:00:00.000Z')));
+    await new Promise((r) => setImmediate(r));
+    const later = [1, 2, 3].map((i) => book.update('uk', 'A1001', (s) => void (s.resources[`y${i}`] = rs('2026-01-03T00:00:00.000Z'))));
+    release2();
+    await Promise.all([first, ...later]);
+    expect(sink.writes).toHaveLength(3);
     // later changes start from what was written, without reading the file again
     await book.update('uk', 'A1001', (s) => void (s.resources.more = rs('2026-01-02T00:00:00.000Z')));
     expect(sink.reads.filter((p) => p === statePath('uk', 'A1001'))).toHaveLength(1);
     const onDisk = await readState(sink, 'uk', 'A1001');
-    expect(Object.keys(onDisk.resources).sort()).toEqual([...names, 'more'].sort());
+    expect(Object.keys(onDisk.resources).sort()).toEqual([...names, 'x', 'y1', 'y2', 'y3', 'more'].sort());
   });
 
   it('a write that fails rejects every change of its batch and keeps none of them; the next batch starts from the file', async () => {
@@ -96,6 +106,20 @@ describe('StateBook', () => {
     for (const d of await Promise.all(asked)) expect(d?.school_id).toBe('A1003');
     // read 1, then one read for the three checks asked while it ran
     expect(sink.reads.filter((p) => p === directivePath('A1003'))).toHaveLength(2);
+  });
+
+  it('fsyncs the directory after a state write only when a change of the batch needs its name durable', async () => {
+    const dirSyncs: string[] = [];
+    const io = { ...realIo, fsyncDir: async (d: string) => void dirSyncs.push(d) };
+    const book = new StateBook(new LocalSink(dir, { io }));
+    book.hold('A1005');
+    await book.update('uk', 'A1005', (s) => void (s.resources.a = rs('2026-01-01T00:00:00.000Z')));
+    // the first write created the directory (its parents are fsynced), but the rename was not followed by one
+    const after = dirSyncs.length;
+    await book.update('uk', 'A1005', (s) => void (s.resources.b = rs('2026-01-01T00:00:00.000Z')));
+    expect(dirSyncs).toHaveLength(after);
+    await book.update('uk', 'A1005', (s) => void (s.resources.c = rs('2026-01-01T00:00:00.000Z')), { nameDurable: true });
+    expect(dirSyncs.slice(after)).toEqual([join(dir, '_state', 'region=uk')]);
   });
 
   it('forgets a school once its last task is released, so memory follows the schools in flight', async () => {
