@@ -73,6 +73,19 @@ export class LocalSink implements Sink {
   }
 
   async createExclusive(relPath: string, data: string | Buffer): Promise<boolean> {
+    // A lease's temp file is written before its run holds the lease, so another run's sweep of
+    // dead runs' temp files may remove it meanwhile (link then finds it gone): write it again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.createExclusiveOnce(relPath, data);
+      } catch (e) {
+        const code = ((e as { cause?: unknown }).cause as NodeJS.ErrnoException | undefined)?.code;
+        if (code !== 'ENOENT' || attempt >= 3) throw e;
+      }
+    }
+  }
+
+  private async createExclusiveOnce(relPath: string, data: string | Buffer): Promise<boolean> {
     const finalPath = this.localPath(relPath);
     const dir = path.dirname(finalPath);
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
