@@ -1,5 +1,12 @@
 /** `school-export sandbox`: serve the sandbox until SIGINT/SIGTERM, printing how to reach it. */
-import { startSandbox, type ItemEnvelope, type PropertyPermissionNaming, type RegionMode, type RowsPerSchool, type Sandbox } from './index.ts';
+import {
+  startSandbox,
+  type ItemEnvelope,
+  type PropertyPermissionNaming,
+  type RegionMode,
+  type RowsPerSchool,
+  type Sandbox,
+} from './index.ts';
 
 export interface SandboxCommandOptions {
   port?: number;
