@@ -39,7 +39,8 @@ describe('unchanged full reads write nothing', () => {
   const staticDb = join(tmp.dir, 'static.duckdb');
   let schools: { id: string; region: string }[] = [];
   const run = (extra: PipelineConfig = {}) =>
-    runExport(sandboxConfig(sb, dest, { format: 'parquet', ...extra }), { token: sb.tokens.full });
+    // the test changes format on purpose (the destination keeps its format unless told: --format-change)
+    runExport({ ...sandboxConfig(sb, dest, { format: 'parquet', ...extra }), formatChange: true }, { token: sb.tokens.full });
   const manifest = (runId: string) => JSON.parse(readFileSync(join(dest, '_manifests', `${runId}.json`), 'utf8')) as Manifest;
   const state = (id: string) => {
     const region = schools.find((s) => s.id === id)!.region;
