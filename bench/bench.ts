@@ -8,6 +8,7 @@ import { live } from './live.ts';
 import { startup } from './startup.ts';
 import { properties } from './properties.ts';
 import { distIsFresh } from './procs.ts';
+import { atScale } from './scale.ts';
 import { gitCommit, lines, machine, machineLine, table, type Results } from './report.ts';
 
 export type Mode = 'full' | 'quick' | 'tiny';
@@ -60,7 +61,7 @@ export interface BenchOptions {
   readmes?: string[];
   nodeArgs?: string[];
   log?: (s: string) => void;
-  /** run only these sections (throughput, memory, latency, big-school, incremental, live, startup, properties); default all */
+  /** run only these sections (throughput, memory, latency, big-school, incremental, live, startup, scale, properties); default all */
   only?: string[];
   /** run only these data shapes; default both */
   shapes?: readonly Shape[];
@@ -95,6 +96,8 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
     if (want('incremental')) results.incremental = await each(incremental);
     if (want('live')) results.live = await each(live);
     if (want('startup')) results.startup = await each(startup);
+    // not per shape: the per-school overhead of many small schools (issue 19)
+    if (want('scale')) results.atScale = await atScale({ ...base, shape: 'standard' }, o.mode);
     // not per shape: the rounds set their own values into the sandbox's records
     if (want('properties') && scale.properties.rounds > 0) results.properties = await properties({ ...base, shape: 'standard' });
   } finally {

@@ -1,5 +1,5 @@
 /**
- * Section 8: exports against a live sandbox on the same machine (no replay front): the sandbox
+ * Section 9: exports against a live sandbox on the same machine (no replay front): the sandbox
  * assembles every page while the export runs, so the two compete for the cores, which is where a
  * pool of worker threads can make a run slower (issue 21: 11.7 s with the pool against 9.1 s with
  * `--workers 0`). Rounds interleave the default and `--workers 0` per format; medians reported.

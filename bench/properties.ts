@@ -1,5 +1,5 @@
 /**
- * Section 10: the property checks of issue 25 item 4 (test/helpers/value-properties.ts) over many
+ * Section 11: the property checks of issue 25 item 4 (test/helpers/value-properties.ts) over many
  * seeds: generated values set into sandbox records, exported in every format, loaded into DuckDB by
  * `warehouse load` and the static plan's DuckDB rendering, compared with the sandbox's records
  * through the documented normalisations. `npm test` runs one seed; this runs `rounds` of them from

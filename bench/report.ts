@@ -18,6 +18,7 @@ import type { PropertiesResult } from './properties.ts';
 
 /** A section's results per data shape of the sandbox. */
 type ByShape<T> = Partial<Record<Shape, T>>;
+import { scaleLines, type ScaleResult } from './scale.ts';
 
 export interface Results {
   when: string;
@@ -35,6 +36,8 @@ export interface Results {
   incremental?: ByShape<IncrementalResult>;
   live?: ByShape<LiveResult>;
   startup?: ByShape<StartupResult>;
+  /** section 8 (bench/scale.ts): thousands of schools (standard shape) */
+  atScale?: ScaleResult;
   properties?: PropertiesResult;
 }
 
@@ -83,6 +86,8 @@ export function lines(r: Results): Line[] {
     [r.latency, (sh) => latencyLines(r.latency![sh]!, r.scale)],
     [r.bigSchool, (sh) => bigSchoolLines(r.bigSchool![sh]!)],
     [r.incremental, (sh) => incrementalLines(r.incremental![sh]!)],
+    // not per shape: measured on the standard one
+    [r.atScale ? { standard: r.atScale } : undefined, () => scaleLines(r.atScale)],
     [r.live, (sh) => liveLines(r.live![sh]!, sh)],
     [r.startup, (sh) => startupLines(r.startup![sh]!)],
   ];
@@ -98,7 +103,7 @@ export function lines(r: Results): Line[] {
 
 function propertiesLine(p: PropertiesResult): Line {
   return {
-    section: '10 properties',
+    section: '11 properties',
     measure: `generated values (issue 25 item 4), ${p.rounds} seeded rounds from PROPERTY_SEED=${p.firstSeed}: NDJSON, CSV, Parquet into DuckDB by warehouse load and the static plan`,
     value: `${int(p.checked)} values compared, ${int(p.mismatches.length)} mismatches (${(p.ms / 1000).toFixed(0)} s)`,
     target: '0 mismatches',
@@ -375,7 +380,7 @@ function liveLines(l: LiveResult, _shape: Shape): Line[] {
       ['--workers 0', z],
     ] as const) {
       out.push({
-        section: '8 live server',
+        section: '9 live server',
         measure: `${f.toUpperCase()}, ${l.schools} x ${int(l.rows)} achievements from a live sandbox on the same cores, ${label}`,
         value: `${int(r.median.ms)} ms (CPU ${(r.median.cpuMs / 1000).toFixed(1)} s, RSS ${mb(r.median.maxRssMB)}; runs ${secs(r.ms)} s)`,
         target: '',
@@ -383,7 +388,7 @@ function liveLines(l: LiveResult, _shape: Shape): Line[] {
       });
     }
     out.push({
-      section: '8 live server',
+      section: '9 live server',
       measure: `${f.toUpperCase()}: wall, default / --workers 0`,
       value: `${(d.median.ms / z.median.ms).toFixed(2)}`,
       target: '<= 1.0',
@@ -399,7 +404,7 @@ function startupLines(s: StartupResult): Line[] {
   const cpu = s.median.cpuMs === undefined ? '' : `, CPU ${int(s.median.cpuMs)} ms`;
   return [
     {
-      section: '9 start-up',
+      section: '10 start-up',
       measure: `the whole command (node bin/school-export.js run), ${s.schools} schools x ${s.rows} achievements, live sandbox, NDJSON`,
       value: `${int(s.median.ms)} ms wall${cpu} (runs ${s.ms.map((m) => int(m)).join(' / ')} ms)`,
       target: `<= ${STARTUP_GOAL_MS} ms`,

@@ -2,7 +2,7 @@
  * `npm run bench [-- --quick] [-- --profile]`: the benchmark of issue 6 (see bench/README.md).
  * --quick skips the 1,000,000-row memory case and repeats less; --tiny is the smoke test's scale;
  * --profile writes a V8 CPU profile of every measured export child to bench/profiles/.
- * --only=throughput,memory,latency,big-school,incremental,live,startup,properties runs just those sections, --shape=standard|wide
+ * --only=throughput,memory,latency,big-school,incremental,live,startup,scale,properties runs just those sections, --shape=standard|wide
  * just that data shape (the record is not updated then).
  */
 import { resolve } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Section 9: the fixed cost of a run (issue 21 item 6): the installed command, as a cron job
+ * Section 10: the fixed cost of a run (issue 21 item 6): the installed command, as a cron job
  * starts it (`node bin/school-export.js run ...`, a whole process: module loading, settings
  * checks, the lease, the sweep of leftovers, the first connections, the commit), exporting 6
  * schools x 10 achievements from a live sandbox to a fresh directory. Wall time from spawn to

@@ -29,7 +29,14 @@ export const DEFAULT_PIPELINE = resolve(PACKAGE_ROOT, 'pipelines/sandbox.json');
 export interface RunConfig {
   source:
     | { kind: 'api'; apiUrl: string; domains: Record<string, string>; auth: 'bearer' | 'basic'; tokenFile?: string }
-    | { kind: 'sandbox'; seed: number; schools: number; achievementsPerSchool: number; maxPerPage?: number };
+    | {
+        kind: 'sandbox';
+        seed: number;
+        schools: number;
+        achievementsPerSchool: number;
+        rowsPerSchool?: 'default' | 'small';
+        maxPerPage?: number;
+      };
   pipelineFile?: string;
   dest: string;
   s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean; sse?: { type: 'AES256' | 'aws:kms'; kmsKeyId?: string } };
@@ -154,7 +161,8 @@ export function resolveRunConfig(
       kind: 'sandbox',
       seed: c.sandbox.seed ?? 1,
       schools: c.sandbox.schools ?? 6,
-      achievementsPerSchool: c.sandbox.achievements_per_school ?? 500,
+      achievementsPerSchool: c.sandbox.achievements_per_school ?? (c.sandbox.rows_per_school === 'small' ? 2 : 500),
+      ...(c.sandbox.rows_per_school ? { rowsPerSchool: c.sandbox.rows_per_school } : {}),
       maxPerPage: c.sandbox.max_per_page,
     };
   } else {

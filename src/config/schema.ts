@@ -37,7 +37,13 @@ export interface PipelineConfig {
   domains?: Record<string, string>;
   auth?: 'bearer' | 'basic';
   token_file?: string;
-  sandbox?: { seed?: number; schools?: number; achievements_per_school?: number; max_per_page?: number };
+  sandbox?: {
+    seed?: number;
+    schools?: number;
+    achievements_per_school?: number;
+    rows_per_school?: 'default' | 'small';
+    max_per_page?: number;
+  };
   dest?: string;
   s3_endpoint?: string;
   s3_region?: string;

@@ -1,4 +1,4 @@
-import { gunzip } from 'node:zlib';
+import { gunzip, gunzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { Readable } from 'node:stream';
 import {
@@ -14,6 +14,8 @@ import { markPage } from './page-marks.ts';
 import { mayHoldLoneSurrogates } from './well-formed.ts';
 
 const gunzipAsync = promisify(gunzip);
+/** Compressed bytes below which gunzip runs inline (a school's meta, ACL, a page of a few rows). */
+const SMALL_BODY = 16 * 1024;
 
 /**
  * The fast path: the whole (decompressed) page in one buffer, one JSON.parse, one batch.
@@ -37,10 +39,10 @@ export function parseJson(decoded: Buffer): unknown {
   }
 }
 
-/** Decompresses a whole body held in memory. */
+/** Decompresses a whole body held in memory (a small one at once: the thread pool's round trip costs more). */
 export async function gunzipBuffer(raw: Buffer): Promise<Buffer> {
   try {
-    return await gunzipAsync(raw);
+    return raw.length <= SMALL_BODY ? gunzipSync(raw) : await gunzipAsync(raw);
   } catch (e) {
     throw classifyStreamError(e);
   }

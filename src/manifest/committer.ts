@@ -95,7 +95,7 @@ export class Committer {
 
   /** The whole-run manifest as it stands, without writing it (when the destination refuses the write). */
   snapshot(o: { interrupted?: boolean } = {}): Manifest {
-    const failed = this.tasks.some((t) => t.status !== 'committed' || t.error !== undefined);
+    const failed = this.tasks.some((t) => (t.status !== 'committed' && t.status !== 'unchanged') || t.error !== undefined);
     return {
       ...this.header,
       status: o.interrupted ? 'interrupted' : failed ? 'partial' : 'ok',

@@ -30,8 +30,13 @@ export interface ManifestTask {
    * committed: files durable and listed (loaders apply them). failed: error, no files, state untouched.
    * skipped: not attempted (school inactive, domain not allowed, revoked). interrupted: the run was
    * stopped (SIGINT/SIGTERM) while the task ran; not_started: stopped before the task began.
+   * unchanged: a full read whose content equals the last committed version for this school and
+   * resource (`content_sha256`): no file was written (`files: []`, `rows: {}`); it is still a full
+   * snapshot as of `read_at` (nothing was deleted), and the files of run `unchanged_since` hold
+   * its rows. Loaders apply it as a no-op for the current state; the state advanced as for a
+   * committed full read.
    */
-  status: 'committed' | 'failed' | 'skipped' | 'interrupted' | 'not_started';
+  status: 'committed' | 'unchanged' | 'failed' | 'skipped' | 'interrupted' | 'not_started';
   /** full: every row of the resource for this school was read (a snapshot: rows of this (school, table)
    * not in it are gone upstream); incremental: only rows with updated_at after `updated_after`. */
   mode: 'full' | 'incremental';
@@ -59,6 +64,15 @@ export interface ManifestTask {
   scope_masked?: Record<string, string[]>;
   /** Columns guarded by a property scope in this task (table -> columns), configured or declared, whether or not masked. */
   scope_guarded?: Record<string, string[]>;
+  /**
+   * Full reads read as one piece: the SHA-256 of their content (every row as written, minus
+   * `_run_id` and `_extracted_at`, under the run's format, format options and personal-data
+   * policy; docs/scale.md). On `unchanged` tasks, with `read_at` (server time the read began,
+   * ISO 8601 UTC) and `unchanged_since` (the run whose files hold this content).
+   */
+  content_sha256?: string;
+  read_at?: string;
+  unchanged_since?: string;
   error?: { code: string; message: string };
 }
 
@@ -156,6 +170,13 @@ export interface ResourceState {
    * read again. Cleared by that purge (docs/personal-data.md).
    */
   purge_before?: string;
+  /**
+   * The content of the last full read that was committed in one piece, while nothing written
+   * since changed it (an incremental read that wrote rows, a checkpoint, or API deletion records
+   * of this table drop it): its SHA-256 (ManifestTask.content_sha256) and the run whose files hold
+   * it. A full read with the same hash writes no file (status `unchanged`).
+   */
+  content?: { sha256: string; run_id: string };
   /**
    * A full read in progress, committed up to a checkpoint: the next run resumes from `next_url`
    * instead of page 1. Cleared when the read completes.

@@ -18,7 +18,7 @@ export type RunEvent =
   | { event: 'run_start'; run_id: string; dest: string; format: string; schools: number; tasks: number }
   | ({ event: 'task_start'; mode: 'full' | 'incremental'; reason?: string } & Ids)
   | ({ event: 'task_progress'; rows: number; pages: number; bytes: number } & Ids)
-  | ({ event: 'task_done'; rows: number; files: number; resumed?: boolean; ms: number } & Ids)
+  | ({ event: 'task_done'; rows: number; files: number; resumed?: boolean; unchanged?: boolean; ms: number } & Ids)
   | ({ event: 'task_committed'; rows_written: number; files: number } & Ids)
   | ({ event: 'task_failed' | 'task_skipped' | 'task_interrupted'; code: string; message: string } & Ids)
   | ({ event: 'checkpoint' | 'resumed'; seq: number; pages: number; rows: number } & Ids)

@@ -3,6 +3,7 @@ import pLimit from 'p-limit';
 import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { Committer } from '../manifest/committer.ts';
+import { StateBook } from '../manifest/state-book.ts';
 import { acquireLease, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
@@ -68,6 +69,8 @@ interface RunContext {
   personalData: PersonalData;
   /** The destination's policy and format as this run keeps them, and the purge of what a tightening replaced. */
   privacy: RunPrivacy;
+  /** The schools' state and directives, batched per school while it has tasks in flight. */
+  states: StateBook;
 }
 
 /**
@@ -166,7 +169,9 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
     tasks: plan.tasks.length,
   });
   const limit = pLimit(cfg.concurrency);
-  await Promise.all(plan.tasks.map((t) => limit(() => runOne(cfg, io, run, t))));
+  // a school's state stays in memory from its first task's commit to its last task's end
+  for (const t of plan.tasks) run.states.hold(t.school.id);
+  await Promise.all(plan.tasks.map((t) => limit(() => runOne(cfg, io, run, t).finally(() => run.states.release(t.school.id)))));
   return finishRun(io, run, plan);
 }
 
@@ -204,6 +209,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     inactive: new Map(),
     personalData,
     privacy,
+    states: new StateBook(io.sink),
   };
 }
 
@@ -256,6 +262,7 @@ async function runOne(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan
       rows: result.rows,
       files: result.files,
       resumed: result.resumed,
+      ...(result.unchanged ? { unchanged: true } : {}),
       ms: Math.round(run.clock() - t0),
     });
   } catch (e) {
@@ -297,10 +304,10 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     limits: { maxRows: cfg.maxFileRows, maxBytes: cfg.maxFileBytes },
     nextSeq: run.nextSeq,
     checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
-    admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name }),
+    admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name, states: run.states }),
     commit: async (piece) => {
       await commitPiece(
-        { sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name },
+        { sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name, states: run.states },
         run.privacy.tightening.watch(plan.school, piece),
       );
       io.reporter.emit({ event: 'task_committed', ...ids, rows_written: rowsOf(piece.task), files: piece.task.files.length });

@@ -32,6 +32,8 @@ export interface RunSummary {
     not_started: number;
     resumed: number;
     checkpoints: number;
+    /** Of the committed: full reads whose content was unchanged (no file written). */
+    unchanged: number;
   };
   /** Every task that did not finish, once, with why (the rendered summary groups them; this keeps every one). */
   failures: { school_id: string; resource: string; status: Unfinished; code: string; message: string }[];
@@ -88,13 +90,15 @@ export interface SummaryInputs {
 export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
   const tables: Record<string, TableTotals> = {};
   const drift: Record<string, Set<string>> = {};
-  const tasks = { committed: 0, failed: 0, skipped: 0, interrupted: 0, not_started: 0, resumed: 0, checkpoints: 0 };
+  const tasks = { committed: 0, failed: 0, skipped: 0, interrupted: 0, not_started: 0, resumed: 0, checkpoints: 0, unchanged: 0 };
   const failures: RunSummary['failures'] = [];
   let resumable = 0;
   for (const group of byTask(m.tasks)) {
     const outcome = taskOutcome(group);
-    if (outcome.status === 'committed') tasks.committed += 1;
-    else {
+    if (outcome.status === 'committed') {
+      tasks.committed += 1;
+      if (group.some((t) => t.status === 'unchanged')) tasks.unchanged += 1;
+    } else {
       tasks[outcome.status] += 1;
       if (outcome.resumes) resumable += 1;
       failures.push({
@@ -191,9 +195,9 @@ function byTask(entries: ManifestTask[]): ManifestTask[][] {
 function taskOutcome(
   group: ManifestTask[],
 ): { status: 'committed' } | { status: Unfinished; code: string; message: string; resumes: boolean } {
-  const ended = group.find((t) => t.status !== 'committed' || t.error);
+  const ended = group.find((t) => (t.status !== 'committed' && t.status !== 'unchanged') || t.error);
   if (!ended) return { status: 'committed' };
-  const status = ended.status === 'committed' ? 'failed' : ended.status;
+  const status = ended.status === 'committed' || ended.status === 'unchanged' ? 'failed' : ended.status;
   // Only checkpoint pieces let the next run resume; a listed task whose state did not advance does not.
   const pieces = group.filter((t) => t.status === 'committed' && !t.error && t.checkpoint && !t.checkpoint.final).length;
   const resumes = pieces > 0 && status !== 'skipped';
@@ -244,7 +248,7 @@ export function renderSummary(s: RunSummary): string {
     .filter(Boolean)
     .join(', ');
   lines.push(
-    `  tasks: ${t.committed} committed, ${t.failed} failed, ${t.skipped} skipped${extra ? `, ${extra}` : ''}; deletions recorded: ${s.deletions}`,
+    `  tasks: ${t.committed} committed${t.unchanged ? ` (${t.unchanged} unchanged: no file written)` : ''}, ${t.failed} failed, ${t.skipped} skipped${extra ? `, ${extra}` : ''}; deletions recorded: ${s.deletions}`,
   );
   const tp = s.throughput;
   const n = (x: number) => x.toLocaleString('en');

@@ -22,8 +22,12 @@ export interface Sink {
   readonly store?: string;
   /** relPath like 'achievements/region=uk/school_id=A1/RUN-0001.parquet' ('/' separators). */
   openFile(relPath: string): Promise<SinkFile>;
-  /** Small files (state, manifests), replaced atomically. */
-  writeAtomic(relPath: string, data: string | Buffer): Promise<void>;
+  /**
+   * Small files (state, manifests), replaced atomically. `o.nameDurable: false` (local): the
+   * directory is not fsynced after the rename, for a file whose loss after a crash only costs
+   * redoing work (a school's state: its old version stays, the next run reads those rows again).
+   */
+  writeAtomic(relPath: string, data: string | Buffer, o?: { nameDurable?: boolean }): Promise<void>;
   /** The file's bytes, or undefined when absent. */
   read(relPath: string): Promise<Buffer | undefined>;
   /** Relative paths of committed files whose path starts with prefix ('' for all), sorted. */

@@ -127,7 +127,7 @@ function runStatus(id: string, m: Manifest | undefined, partTasks: ManifestTask[
     duration_seconds: started ? secondsBetween(finished ? new Date(finished) : now, started) : null,
     shard: m?.shard ? `${m.shard.index}/${m.shard.count}` : (/-s(\d+)of(\d+)$/.exec(id)?.slice(1).join('/') ?? null),
     tasks: tasks.length,
-    unchanged: tasks.filter((t) => (t.status as string) === 'unchanged').length,
+    unchanged: tasks.filter((t) => t.status === 'unchanged').length,
     rows: tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
     failures: tasks.filter((t) => t.status === 'failed' || t.status === 'interrupted').length,
   };

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { runBench, SCALES, SHAPES } from '../../bench/bench.ts';
+import { expectScaleFigures } from './scale-checks.ts';
 
 describe('npm run bench --tiny', () => {
   it('measures every section on tiny data and prints one table', async () => {
@@ -107,6 +108,8 @@ describe('npm run bench --tiny', () => {
       expect(up.median.ms).toBeGreaterThan(0);
     }
 
+    expectScaleFigures(results, table);
+
     for (const section of [
       '1 ceiling',
       '2 end to end',
@@ -119,11 +122,12 @@ describe('npm run bench --tiny', () => {
       '5b big school',
       '6 incremental',
       '7 decode paths',
-      '8 live server',
-      '9 start-up',
+      '8 scale',
+      '9 live server',
+      '10 start-up',
     ]) {
       expect(table).toContain(section);
     }
     expect(table).toMatch(/\| 2 end to end +\| wide +\|/);
-  }, 180_000);
+  }, 300_000);
 });

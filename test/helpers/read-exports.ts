@@ -16,7 +16,8 @@ export interface CommittedTask extends ManifestTask {
   run_id: string;
 }
 
-export function readManifests(dir: string): CommittedTask[] {
+/** `unchanged`: also list full reads that found the content unchanged (they name no file). */
+export function readManifests(dir: string, opts: { unchanged?: boolean } = {}): CommittedTask[] {
   const mdir = join(dir, '_manifests');
   if (!existsSync(mdir)) return [];
   const seen = new Set<string>();
@@ -29,7 +30,7 @@ export function readManifests(dir: string): CommittedTask[] {
       if ((purgedAt.get(p.school_id) ?? '') < at) purgedAt.set(p.school_id, at);
     }
     for (const t of m.tasks) {
-      if (t.status !== 'committed') continue;
+      if (t.status !== 'committed' && !(opts.unchanged && t.status === 'unchanged')) continue;
       // A task committed in checkpoint pieces has one entry per piece (in parts and in the final manifest).
       const key = `${m.run_id}|${t.school_id}|${t.resource}|${t.checkpoint?.seq ?? 0}`;
       if (seen.has(key)) continue;

@@ -82,9 +82,28 @@ describe('summarise', () => {
     entry('A1005', 'achievements', { status: 'not_started', ...err('E_ABORTED', 'interrupted before this task began') }),
   ];
 
+  it('counts an unchanged full read as committed, and as unchanged, with nothing written', () => {
+    const unchanged = entry('A1', 'school_acl', { status: 'unchanged', rows: {}, content_sha256: 'ab', unchanged_since: EARLIER });
+    const s = summarise(manifest([entry('A1', 'achievements'), unchanged], { status: 'ok' }), inputs());
+    expect(s.status).toBe('ok');
+    expect(s.failures).toEqual([]);
+    expect(s.tasks).toMatchObject({ committed: 2, unchanged: 1, failed: 0 });
+    expect(Object.keys(s.tables)).toEqual(['achievements']);
+    expect(renderSummary(s)).toContain('tasks: 2 committed (1 unchanged: no file written), 0 failed');
+  });
+
   it('counts each task once however many pieces it committed, and lists each unfinished task once', () => {
     const s = summarise(manifest(tasks, { deletions: [] }), inputs());
-    expect(s.tasks).toEqual({ committed: 2, failed: 1, skipped: 2, interrupted: 1, not_started: 1, resumed: 1, checkpoints: 5 });
+    expect(s.tasks).toEqual({
+      committed: 2,
+      failed: 1,
+      skipped: 2,
+      interrupted: 1,
+      not_started: 1,
+      resumed: 1,
+      checkpoints: 5,
+      unchanged: 0,
+    });
     expect(s.status).toBe('partial');
     expect(s.failures).toEqual([
       {
