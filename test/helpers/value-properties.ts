@@ -321,8 +321,10 @@ export async function propertyRound(o: RoundOptions): Promise<RoundResult> {
     const records = sb.control.records(school, 'achievements') as { id: string; students: { data: { id: string }[] } }[];
     const want = new Map<string, Expected>(); // achievements by id
     const count = (table: string, n: number) => n && (res.surrogates[table] = (res.surrogates[table] ?? 0) + n);
-    const patches: [string, Record<string, unknown>][] = records.slice(0, o.records ?? 16).map((rec) => [rec.id, genPatch(r)]);
-    if (o.longBytes) patches.push([records[records.length - 1]!.id, { comment: genLongText(r, o.longBytes) }]);
+    const patches = new Map<string, Record<string, unknown>>(records.slice(0, o.records ?? 16).map((rec) => [rec.id, genPatch(r)]));
+    // the long comment goes to the last achievement (with what else its patch sets, when it has one)
+    const last = records[records.length - 1]!.id;
+    if (o.longBytes) patches.set(last, { ...patches.get(last), comment: genLongText(r, o.longBytes) });
     for (const [id, patch] of patches) {
       sb.control.update(school, 'achievements', id, patch);
       want.set(id, expectedOf(patch));
