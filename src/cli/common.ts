@@ -48,6 +48,15 @@ export function optionalIntegerFlag(flag: string, value: unknown, min: number, m
 }
 
 /** Options every command that talks to the API shares. */
+/** The options of a command that reads a destination: a pipeline file or --dest, and the S3 settings to reach it. */
+export function withDestinationOptions<T>(y: Argv<T>) {
+  return y
+    .positional('pipeline', { type: 'string', describe: 'pipeline file whose dest (and S3 settings) to read' })
+    .option('dest', { type: 'string', describe: settingHelp('dest', 'DIR or s3://bucket/prefix', "./exports, or the pipeline file's") })
+    .option('s3-endpoint', { type: 'string', describe: settingHelp('s3_endpoint', 'S3-compatible endpoint URL') })
+    .option('s3-region', { type: 'string', describe: settingHelp('s3_region', 'S3 region') });
+}
+
 export interface ApiArgs {
   'api-url'?: string;
   'token-file'?: string;

@@ -1,5 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
-import { integerFlag, integerOption, settingHelp } from './common.ts';
+import { integerFlag, integerOption, withDestinationOptions } from './common.ts';
 
 /**
  * `school-export report`: one self-contained HTML file (inline SVG, no script, nothing fetched)
@@ -54,11 +54,7 @@ export const reportCommand: CommandModule<object, ReportArgs> = {
   command: 'report [pipeline]',
   describe: 'one HTML file about a destination: volume per table, lag per school, failures, throughput, the personal-data policy',
   builder: (y: Argv) =>
-    y
-      .positional('pipeline', { type: 'string', describe: 'pipeline file whose dest (and S3 settings) to read' })
-      .option('dest', { type: 'string', describe: settingHelp('dest', 'DIR or s3://bucket/prefix', "./exports, or the pipeline file's") })
-      .option('s3-endpoint', { type: 'string', describe: settingHelp('s3_endpoint', 'S3-compatible endpoint URL') })
-      .option('s3-region', { type: 'string', describe: settingHelp('s3_region', 'S3 region') })
+    withDestinationOptions(y)
       .option('out', { type: 'string', requiresArg: true, describe: 'the HTML file to write (default report.html)' })
       .option('runs', integerOption('how many of the latest runs to draw (default 30)')) as unknown as Argv<ReportArgs>,
   handler: async (a) => {

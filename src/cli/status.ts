@@ -1,6 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ConfigError } from '../errors.ts';
-import { integerFlag, integerOption, settingHelp, write } from './common.ts';
+import { integerFlag, integerOption, withDestinationOptions, write } from './common.ts';
 import type { CliIo } from './schools.ts';
 import type { StatusSection } from '../status/render.ts';
 
@@ -67,11 +67,7 @@ export const statusCommand: CommandModule<object, StatusArgs> = {
   command: 'status [pipeline]',
   describe: 'what a destination holds: per table the schools, watermark lag and failures, the worst schools, recent runs, the lease',
   builder: (y: Argv) =>
-    y
-      .positional('pipeline', { type: 'string', describe: 'pipeline file whose dest (and S3 settings) to read' })
-      .option('dest', { type: 'string', describe: settingHelp('dest', 'DIR or s3://bucket/prefix', "./exports, or the pipeline file's") })
-      .option('s3-endpoint', { type: 'string', describe: settingHelp('s3_endpoint', 'S3-compatible endpoint URL') })
-      .option('s3-region', { type: 'string', describe: settingHelp('s3_region', 'S3 region') })
+    withDestinationOptions(y)
       .option('runs', integerOption('how many of the latest runs to list and to read failures from (default 10)'))
       .option('schools', { type: 'boolean', describe: 'list every school and table (watermark, lag, last run, last failure)' })
       .option('table', { type: 'string', requiresArg: true, describe: "list one table's schools" })

@@ -2,6 +2,7 @@ import { ConfigError } from '../errors.ts';
 import { parseDomains } from './credentials.ts';
 import { parsePropertyScopePairs } from '../resources/scopes.ts';
 import { describeValue, findProblem, keyPath, pipelineSchema, type PipelineConfig, type PipelineKey, type SchemaNode } from './schema.ts';
+import { editDistance } from '../edit-distance.ts';
 
 /**
  * Pipeline settings from the environment: SCHOOL_EXPORT_<KEY> for every key of the pipeline file
@@ -65,17 +66,6 @@ function parseJson(key: string, t: string): unknown {
   }
 }
 
-/** Edit distance, for "did you mean": a misspelt variable would otherwise be ignored without a word. */
-function distance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = cur;
-  }
-  return prev[b.length]!;
-}
-
 /**
  * The settings given in the environment, validated. Other SCHOOL_EXPORT_ variables are left alone
  * (tools and tests may use the prefix), except near-misses of a setting's name, which are errors.
@@ -86,7 +76,7 @@ export function pipelineFromEnv(env: NodeJS.ProcessEnv = process.env): PipelineC
   const known = keys.map(envName);
   for (const name of Object.keys(env)) {
     if (!name.startsWith(ENV_PREFIX) || known.includes(name)) continue;
-    const near = known.find((k) => distance(k, name) <= 2);
+    const near = known.find((k) => editDistance(k, name) <= 2);
     if (near) throw new ConfigError(`${name}: unknown setting: did you mean ${near}?`);
   }
   const out: Record<string, unknown> = {};

@@ -10,6 +10,7 @@ import { ConfigError } from '../errors.ts';
 import type { TableSchema } from '../table.ts';
 import { classifyColumn } from './classify.ts';
 import type { Action } from './policy.ts';
+import { editDistance } from '../edit-distance.ts';
 
 /** Undeclared fields seen in a destination's runs, per table. */
 export type FieldsSeen = Readonly<Record<string, readonly string[]>>;
@@ -49,21 +50,10 @@ export function knownKeys(tables: readonly TableSchema[], seen: FieldsSeen = {})
   return [...keys];
 }
 
-/** Edit distance (Levenshtein), for "did you mean". */
-export function distance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = cur;
-  }
-  return prev[b.length]!;
-}
-
 /** Up to three candidates within `limit` edits of `name` (default: a few, by its length), closest first. */
 export function closest(name: string, candidates: readonly string[], limit = Math.max(2, Math.floor(name.length / 4)), max = 3): string[] {
   return candidates
-    .map((c) => ({ c, d: distance(name, c) }))
+    .map((c) => ({ c, d: editDistance(name, c) }))
     .filter((x) => x.d <= limit && x.c !== name)
     .sort((a, b) => a.d - b.d || a.c.localeCompare(b.c))
     .slice(0, max)
