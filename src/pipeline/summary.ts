@@ -123,10 +123,13 @@ function byTask(entries: ManifestTask[]): ManifestTask[][] {
   return [...groups.values()];
 }
 
+/** Entries that did their job: an unchanged full read (scale) and a compacted file count as committed. */
+const DONE: ReadonlySet<ManifestTask['status']> = new Set(['committed', 'unchanged', 'compacted']);
+
 function taskOutcome(group: ManifestTask[]): { status: 'committed' } | { status: Unfinished; code: string; message: string } {
-  const ended = group.find((t) => t.status !== 'committed' || t.error);
+  const ended = group.find((t) => !DONE.has(t.status) || t.error);
   if (!ended) return { status: 'committed' };
-  const status = ended.status === 'committed' ? 'failed' : ended.status;
+  const status = DONE.has(ended.status) ? 'failed' : (ended.status as Unfinished);
   // Only checkpoint pieces let the next run resume; a listed task whose state did not advance does not.
   const pieces = group.filter((t) => t.status === 'committed' && !t.error && t.checkpoint && !t.checkpoint.final).length;
   const kept = pieces && status !== 'skipped' ? ` (${pieces} checkpoint piece(s) committed: the next run resumes)` : '';
