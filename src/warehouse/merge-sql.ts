@@ -1,11 +1,13 @@
 import type { SqlDialect } from './sql-dialect.ts';
-import { MASKED_TABLE, SNAPSHOTS_TABLE, TASKS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
+import { GUARDED_TABLE, MASKED_TABLE, SNAPSHOTS_TABLE, TASKS_TABLE, TOUCHED_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
 
 /**
  * DDL, MERGE and bookkeeping text shared by every dialect. The merge recomputes each key's
- * current version from the staged history (`_raw_<table>`), so applying tasks late or twice
- * converges to the same state; a source row flagged `_gone` removes the key from the
- * current-state table. Only schools with tasks applied since the last merge are merged.
+ * current version from the staged history (`_raw_<table>`): it is a function of the set of
+ * staged rows, snapshots, deletion records and guarded columns, so applying tasks late or twice,
+ * or staging again rows staged before, converges to the same state; a source row flagged
+ * `_gone` removes the key from the current-state table. Only the (school, table) pairs touched
+ * since the last merge are merged (a child table also where its parent was touched).
  */
 
 export function bookkeepingDdl(d: SqlDialect): string[] {
@@ -24,6 +26,8 @@ export function bookkeepingDdl(d: SqlDialect): string[] {
     `CREATE TABLE IF NOT EXISTS ${d.table(SNAPSHOTS_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ${c('table_name')} ${s} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS ${d.table(MASKED_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ` +
       `${c('table_name')} ${s} NOT NULL, ${c('column_name')} ${s} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${d.table(GUARDED_TABLE)} (${c('table_name')} ${s} NOT NULL, ${c('column_name')} ${s} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${d.table(TOUCHED_TABLE)} (${c('school_id')} ${s} NOT NULL, ${c('table_name')} ${s} NOT NULL)`,
   ];
 }
 
@@ -51,9 +55,13 @@ export function ddlStatements(plan: Plan, d: SqlDialect): string[] {
   return [...bookkeepingDdl(d), ...plan.tables.flatMap((t) => tableDdl(t, d))];
 }
 
-/** Schools with tasks applied but not merged yet: the merge and the compaction touch only these. */
-export function touchedSchools(d: SqlDialect): string {
-  return `SELECT ${d.ident('school_id')} FROM ${d.table(TASKS_TABLE)} WHERE ${d.ident('merged_at')} IS NULL`;
+/**
+ * Schools whose rows of `t` the merge recomputes: touched in `t` since the last merge, or, for a
+ * child table, in its parent (a parent's new version without children drops the old ones).
+ */
+export function touchedSchools(t: TablePlan, d: SqlDialect): string {
+  const tables = [t.name, ...(t.parent ? [t.parent.table] : [])].map((n) => d.str(n)).join(', ');
+  return `SELECT ${d.ident('school_id')} FROM ${d.table(TOUCHED_TABLE)} WHERE ${d.ident('table_name')} IN (${tables})`;
 }
 
 /** The version order of raw rows, latest first. */
@@ -62,54 +70,56 @@ function versionOrder(t: TablePlan, d: SqlDialect, alias: string): string {
 }
 
 /**
- * Joins each raw row of a table with maskable columns to `m.cols`: ',col,col,' the columns its
- * run's token could not read in this table (NULL when it read them all).
+ * `g.cols`: ',col,col,' the columns of `t` a task named guarded or masked (NULL when none did),
+ * as one row to join to every raw row.
  */
-function maskedJoin(t: TablePlan, d: SqlDialect, alias: string): string {
-  if (t.maskable.length === 0) return '';
+function guardedJoin(t: TablePlan, d: SqlDialect): string {
   const c = (n: string): string => d.ident(n);
-  return (
-    ` LEFT JOIN (SELECT mk.${c('run_id')}, mk.${c('school_id')}, ',' || ${d.stringAgg(`mk.${c('column_name')}`, ',')} || ',' AS cols ` +
-    `FROM ${d.table(MASKED_TABLE)} AS mk WHERE mk.${c('table_name')} = ${d.str(t.name)} GROUP BY mk.${c('run_id')}, mk.${c('school_id')}) AS m ` +
-    `ON m.${c('run_id')} = ${alias}.${c('_run_id')} AND m.${c('school_id')} = ${alias}.${c('_school_id')}`
-  );
+  const named = [GUARDED_TABLE, MASKED_TABLE]
+    .map((n) => `SELECT x.${c('column_name')} FROM ${d.table(n)} AS x WHERE x.${c('table_name')} = ${d.str(t.name)}`)
+    .join(' UNION ALL ');
+  return ` CROSS JOIN (SELECT ',' || ${d.stringAgg(`gc.${c('column_name')}`, ',')} || ',' AS cols FROM (${named}) AS gc) AS g`;
 }
 
-/** 1 when the row's run could not read `column` (or the property it was flattened from), else 0. */
-function maskedFlag(column: string, d: SqlDialect): string {
+/** Whether `column` is guarded by a property scope: declared (static), or named by a task (or the property it was flattened from). */
+function guardedFlag(t: TablePlan, column: string, d: SqlDialect): string {
+  if (t.guarded.includes(column)) return '1 = 1';
   const parts = column.split('__');
   const names = parts.map((_, i) => parts.slice(0, i + 1).join('__'));
-  return `CASE WHEN m.cols IS NOT NULL AND (${names.map((n) => d.contains('m.cols', d.str(`,${n},`))).join(' OR ')}) THEN 1 ELSE 0 END`;
+  return `(g.cols IS NOT NULL AND (${names.map((n) => d.contains('g.cols', d.str(`,${n},`))).join(' OR ')}))`;
 }
 
 const filled = (column: string): string => `_filled__${column}`;
 
 /**
- * The raw rows of the touched schools, each with `_filled__<column>` per maskable column: the
- * value of the latest row of the same version (school, key, updated_at) whose run could read the
- * column. A scope-masked null thus never replaces a value read with the scope for the same
- * version, while a newer version replaces it as usual; when no read of the version had the
- * scope, the latest read's value stands. Windows without a per-column order keep it to one sort:
- * rows are numbered once per version, then each column takes the value of the lowest number
- * among the rows that read it.
+ * The raw rows of the touched schools, each with `_filled__<column>` per maskable column: in a
+ * column guarded by a property scope, the value of the latest row of the same version (school,
+ * key, updated_at) where it is not null, so a null never replaces a value of the same version
+ * (a token without the scope reads it as null, whatever the exporter detected), while a newer
+ * version replaces it as usual; in other columns the row's own value. Windows without a
+ * per-column order keep it to one sort: rows are numbered once per version, then each column
+ * takes the value of the lowest number among the rows where it is not null.
  */
 function rawRows(t: TablePlan, d: SqlDialect): string {
   const c = (n: string): string => d.ident(n);
-  const touched = `WHERE r.${c('_school_id')} IN (${touchedSchools(d)})`;
+  const touched = `WHERE r.${c('_school_id')} IN (${touchedSchools(t, d)})`;
   if (t.maskable.length === 0) return `(SELECT r.* FROM ${d.table(rawName(t.name))} AS r ${touched})`;
   const group = (alias: string): string => `${partitionBy(t, d, alias)}, ${alias}.${c('updated_at')}`;
-  const flag = (col: string): string => c(`_m__${col}`);
   const best = (col: string): string => c(`_b__${col}`);
   const numbered =
     `SELECT r.*, ROW_NUMBER() OVER (PARTITION BY ${group('r')} ORDER BY r.${c('_extracted_at')} ${d.descNullsLast}, ` +
-    `r.${c('_run_id')} ${d.descNullsLast}) AS ${c('_o')}, ${t.maskable.map((col) => `${maskedFlag(col, d)} AS ${flag(col)}`).join(', ')} ` +
-    `FROM ${d.table(rawName(t.name))} AS r${maskedJoin(t, d, 'r')} ${touched}`;
+    `r.${c('_run_id')} ${d.descNullsLast}) AS ${c('_o')} FROM ${d.table(rawName(t.name))} AS r ${touched}`;
   const bests =
-    `SELECT n.*, ${t.maskable.map((col) => `COALESCE(MIN(CASE WHEN n.${flag(col)} = 0 THEN n.${c('_o')} END) OVER (PARTITION BY ${group('n')}), 1) AS ${best(col)}`).join(', ')} ` +
+    `SELECT n.*, ${t.maskable.map((col) => `MIN(CASE WHEN n.${c(col)} IS NOT NULL THEN n.${c('_o')} END) OVER (PARTITION BY ${group('n')}) AS ${best(col)}`).join(', ')} ` +
     `FROM (${numbered}) AS n`;
   return (
-    `(SELECT b.*, ${t.maskable.map((col) => `MAX(CASE WHEN b.${c('_o')} = b.${best(col)} THEN b.${c(col)} END) OVER (PARTITION BY ${group('b')}) AS ${c(filled(col))}`).join(', ')} ` +
-    `FROM (${bests}) AS b)`
+    `(SELECT b.*, ${t.maskable
+      .map(
+        (col) =>
+          `CASE WHEN ${guardedFlag(t, col, d)} THEN MAX(CASE WHEN b.${c('_o')} = b.${best(col)} THEN b.${c(col)} END) OVER (PARTITION BY ${group('b')}) ` +
+          `ELSE b.${c(col)} END AS ${c(filled(col))}`,
+      )
+      .join(', ')} ` + `FROM (${bests}) AS b${guardedJoin(t, d)})`
   );
 }
 
@@ -174,7 +184,7 @@ function childSource(t: TablePlan, d: SqlDialect): string {
     `ORDER BY CASE WHEN p.${c('_run_id')} IS NULL THEN 1 ELSE 0 END, ${versionOrder(t, d, 'r')}) AS ${c('_rn')} ` +
     `FROM ${d.table(rawName(t.name))} AS r LEFT JOIN ${d.table(parent.table)} AS p ` +
     `ON p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')} ` +
-    `WHERE r.${c('_school_id')} IN (${touchedSchools(d)})` +
+    `WHERE r.${c('_school_id')} IN (${touchedSchools(t, d)})` +
     `) AS v WHERE v.${c('_rn')} = 1`
   );
 }
@@ -231,37 +241,44 @@ export function compactStatements(plan: Plan, d: SqlDialect): string[] {
     const ident = [...t.key, '_run_id', '_extracted_at', ...(hasUpdatedAt ? ['updated_at'] : [])];
     const raw = d.table(rawName(t.name));
     const same = (k: string): string => `(k.${c(k)} = r.${c(k)} OR (k.${c(k)} IS NULL AND r.${c(k)} IS NULL))`;
-    // Rows of the latest version read with other columns masked supply those columns' values:
-    // the latest row per distinct set of masked columns is kept (a handful of tokens, not one
-    // row per night).
-    const maskedKeep =
-      t.maskable.length > 0
-        ? `, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')}, x.${c('updated_at')}, COALESCE(m.cols, '') ` +
-          `ORDER BY x.${c('_extracted_at')} ${d.descNullsLast}, x.${c('_run_id')} ${d.descNullsLast}) AS ${c('_mask_rn')}, ` +
+    // Rows of the latest version that supply a guarded column's value: per column, the latest
+    // row of that version where it is not null (usually the latest row itself; a handful
+    // otherwise, never one per night).
+    const supply = t.maskable.length > 0;
+    const group = `${partitionBy(t, d, 'x')}, x.${c('updated_at')}`;
+    const cols = ['_school_id', ...ident, ...(supply ? t.maskable.filter((col) => !ident.includes(col)) : [])];
+    const inner =
+      `SELECT ${cols.map((k) => `x.${c(k)}`).join(', ')}, ` +
+      `ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')} ORDER BY ${versionOrder(t, d, 'x')}) AS ${c('_rn')}, ` +
+      `MAX(x.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_last_run')}` +
+      (supply
+        ? `, ROW_NUMBER() OVER (PARTITION BY ${group} ORDER BY x.${c('_extracted_at')} ${d.descNullsLast}, x.${c('_run_id')} ${d.descNullsLast}) AS ${c('_o')}, ` +
           `MAX(x.${c('updated_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_latest')}`
-        : '';
+        : '') +
+      ` FROM ${raw} AS x WHERE x.${c('_school_id')} IN (${touchedSchools(t, d)})`;
+    const kept = supply
+      ? `SELECT y.*, ${t.maskable.map((col) => `MIN(CASE WHEN y.${c(col)} IS NOT NULL THEN y.${c('_o')} END) OVER (PARTITION BY ${partitionBy(t, d, 'y')}, y.${c('updated_at')}) AS ${c(`_b__${col}`)}`).join(', ')} FROM (${inner}) AS y`
+      : inner;
     const keep = [
       `k.${c('_rn')} = 1`,
       `k.${c('_run_id')} = k.${c('_last_run')}`,
-      ...(maskedKeep
+      ...(supply
         ? [
-            `(k.${c('_mask_rn')} = 1 AND (k.${c('updated_at')} = k.${c('_latest')} OR (k.${c('updated_at')} IS NULL AND k.${c('_latest')} IS NULL)))`,
+            `((${t.maskable.map((col) => `k.${c('_o')} = k.${c(`_b__${col}`)}`).join(' OR ')}) AND ` +
+              `(k.${c('updated_at')} = k.${c('_latest')} OR (k.${c('updated_at')} IS NULL AND k.${c('_latest')} IS NULL)))`,
           ]
         : []),
     ].join(' OR ');
     out.push(
-      `DELETE FROM ${raw} r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
-        `SELECT 1 FROM (SELECT x.${c('_school_id')}, ${ident.map((k) => `x.${c(k)}`).join(', ')}, ` +
-        `ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')} ORDER BY ${versionOrder(t, d, 'x')}) AS ${c('_rn')}, ` +
-        `MAX(x.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_last_run')}${maskedKeep} ` +
-        `FROM ${raw} AS x${maskedJoin(t, d, 'x')} WHERE x.${c('_school_id')} IN (${touchedSchools(d)})) AS k ` +
+      `DELETE FROM ${raw} r WHERE r.${c('_school_id')} IN (${touchedSchools(t, d)}) AND NOT EXISTS (` +
+        `SELECT 1 FROM (${kept}) AS k ` +
         `WHERE (${keep}) AND k.${c('_school_id')} = r.${c('_school_id')} AND ${ident.map(same).join(' AND ')})`,
     );
   }
   for (const t of plan.tables) {
     if (!t.parent) continue;
     out.push(
-      `DELETE FROM ${d.table(rawName(t.name))} r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
+      `DELETE FROM ${d.table(rawName(t.name))} r WHERE r.${c('_school_id')} IN (${touchedSchools(t, d)}) AND NOT EXISTS (` +
         `SELECT 1 FROM ${d.table(rawName(t.parent.table))} AS p ` +
         `WHERE p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(t.parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')})`,
     );
@@ -288,11 +305,15 @@ export function purgeStatements(plan: Plan, d: SqlDialect, purges: string): stri
   );
 }
 
-export function markMergedSql(d: SqlDialect): string {
-  return `UPDATE ${d.table(TASKS_TABLE)} SET ${d.ident('merged_at')} = ${d.now} WHERE ${d.ident('merged_at')} IS NULL`;
+/** The touched tasks and (school, table) pairs are merged: the next merge starts from nothing. */
+export function markMergedStatements(d: SqlDialect): string[] {
+  return [
+    `UPDATE ${d.table(TASKS_TABLE)} SET ${d.ident('merged_at')} = ${d.now} WHERE ${d.ident('merged_at')} IS NULL`,
+    `DELETE FROM ${d.table(TOUCHED_TABLE)} WHERE 1 = 1`,
+  ];
 }
 
 /** Everything after staging: merge the touched schools, compact their history, mark them merged. */
 export function mergeAndCompact(plan: Plan, d: SqlDialect, opts: { keepHistory?: boolean } = {}): string[] {
-  return [...mergeStatements(plan, d), ...(opts.keepHistory ? [] : compactStatements(plan, d)), markMergedSql(d)];
+  return [...mergeStatements(plan, d), ...(opts.keepHistory ? [] : compactStatements(plan, d)), ...markMergedStatements(d)];
 }

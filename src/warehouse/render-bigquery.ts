@@ -105,8 +105,8 @@ function script(plan: Plan, opts: ScriptOptions): string[] {
   const load = plan.tables.map(
     (t) =>
       `FOR f IN (SELECT ${d.stringAgg(`CONCAT("'", ${d.str(`${base}/`)}, ${c('path')}, "'")`, ', ')} AS uris FROM ` +
-      `(SELECT ${c('path')}, DIV(ROW_NUMBER() OVER (ORDER BY ${c('path')}) - 1, ${URIS_PER_LOAD}) AS chunk FROM ${d.temp(T.pendingFiles)} ` +
-      `WHERE ${c('table_name')} = ${d.str(t.name)}) GROUP BY chunk) DO\n` +
+      `(SELECT ${c('path')}, DIV(ROW_NUMBER() OVER (ORDER BY ${c('path')}) - 1, ${URIS_PER_LOAD}) AS chunk FROM ` +
+      `(SELECT DISTINCT ${c('path')} FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)})) GROUP BY chunk) DO\n` +
       `  EXECUTE IMMEDIATE CONCAT(${d.str(`LOAD DATA INTO ${stageTable(t)} FROM FILES (format = 'PARQUET', uris = [`)}, f.uris, '])');\n` +
       'END FOR',
   );

@@ -86,7 +86,7 @@ function script(plan: Plan, opts: ScriptOptions): string[] {
     return [
       `SET VARIABLE se_stage = (SELECT CASE WHEN COUNT(*) = 0 THEN ${d.str(`SELECT * FROM "${stageName(t.name)}" LIMIT 0`)} ` +
         `ELSE 'SELECT ${declared} FROM read_parquet([' || ${d.stringAgg(`'''' || ${uri} || ''''`, ', ')} || '], hive_partitioning = false, union_by_name = true)' END ` +
-        `FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)})`,
+        `FROM (SELECT DISTINCT ${c('path')} FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)}) AS pf)`,
       `INSERT INTO ${d.temp(stageName(t.name))} BY NAME SELECT * FROM query(getvariable('se_stage'))`,
     ];
   });

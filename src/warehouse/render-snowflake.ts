@@ -128,7 +128,7 @@ function script(plan: Plan, opts: ScriptOptions): string[] {
     return [
       `LET ${cursor} CURSOR FOR SELECT ${d.stringAgg(`'''' || SUBSTR(${c('path')}, ${t.name.length + 2}) || ''''`, ', ')} AS files ` +
         `FROM (SELECT ${c('path')}, FLOOR((ROW_NUMBER() OVER (ORDER BY ${c('path')}) - 1) / ${FILES_PER_COPY}) AS chunk ` +
-        `FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)}) GROUP BY chunk`,
+        `FROM (SELECT DISTINCT ${c('path')} FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)})) GROUP BY chunk`,
       `FOR f IN ${cursor} DO\n` +
         `    stmt := 'COPY INTO ${staged(t)} FROM @${stage}/${t.name}/ FILES = (' || f.files || ') ${FILE_FORMAT} ` +
         `MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE ON_ERROR = ABORT_STATEMENT FORCE = TRUE';\n` +
