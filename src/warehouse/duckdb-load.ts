@@ -15,7 +15,7 @@ import {
 } from './duckdb-stage.ts';
 import { localFiles, MissingFileError, type LocalFiles } from './fetch-file.ts';
 import { ManifestTables, type WarehouseSource } from './manifests.ts';
-import { mergeAndCompact } from './merge-sql.ts';
+import { compactTable, markMergedStatements, mergeStatement, snapshotCleanup } from './merge-sql.ts';
 import {
   T,
   appendStatements,
@@ -52,10 +52,15 @@ export interface LoadOptions {
   keepHistory?: boolean;
   /** Refuse to load anything when a pending task's manifest does not record person ids as pseudonymised. */
   requirePseudonymised?: boolean;
-  /** Files read by one staging statement (default 1,000). */
+  /** Files read by one staging statement (default 200: DuckDB holds every file's reader state at once). */
   filesPerStatement?: number;
   /** DuckDB's memory limit (default 256MB: the rest spills to disk, so a load of any size stays bounded). */
   memoryLimit?: string;
+  /** Rows one batch of a run's schools stages (default 200,000) and staged rows one merge statement works on (default 50,000); a school is never split. */
+  batchRows?: number;
+  mergeRows?: number;
+  /** DuckDB threads (default: DuckDB's, one per core). */
+  threads?: number;
   /**
    * Called with each batch of files once they are checked, just before DuckDB reads them. Tests
    * make a compaction happen here, at a known point of a load.
@@ -74,6 +79,25 @@ export interface LoadResult {
 
 const d = duckdbSql();
 const q = (v: string): string => d.str(v);
+/** Rows a batch of a run's schools stages, and staged rows a merge batch works on (a school is never split). */
+const BATCH_ROWS = 200_000;
+const MERGE_ROWS = 50_000;
+
+/** Schools (with their row counts, in order) in consecutive batches of about `limit` rows. */
+function batchesOf(schools: Record<string, unknown>[], limit: number): string[][] {
+  const batches: string[][] = [[]];
+  let rows = 0;
+  for (const s of schools) {
+    const n = Number(s.n);
+    if (batches.at(-1)!.length > 0 && rows + n > limit) {
+      batches.push([]);
+      rows = 0;
+    }
+    batches.at(-1)!.push(String(s.school_id));
+    rows += n;
+  }
+  return batches.filter((b) => b.length > 0);
+}
 const ALL = { pending: '_se_all_pending', pendingFiles: '_se_all_pending_files', pendingPurges: '_se_all_pending_purges' } as const;
 
 /**
@@ -143,6 +167,11 @@ class Load {
       `SET memory_limit = ${q(this.opts.memoryLimit ?? '256MB')}`,
       // Rows of a table are a set: no need to keep the files' row order while staging.
       'SET preserve_insertion_order = false',
+      // Each file is read once: caching it only holds memory (up to the limit) for nothing.
+      'SET enable_external_file_cache = false',
+      // Give memory back after each big step instead of keeping it for the next.
+      "SET allocator_flush_threshold = '16MB'",
+      ...(this.opts.threads ? [`SET threads = ${Math.max(1, Math.floor(this.opts.threads))}`] : []),
     ]);
     const hadTouched = await this.exists(TOUCHED_TABLE);
     await this.exec(setupStatements(this.parts));
@@ -193,12 +222,7 @@ class Load {
       `SELECT count(*)::BIGINT AS n, count(DISTINCT school_id)::BIGINT AS s FROM ${d.table(TASKS_TABLE)} WHERE merged_at IS NULL`,
     );
     if (Number(unmerged?.n ?? 0) > 0) {
-      // Only tables with touched schools (or whose parent has some) have anything to merge.
-      const touched = new Set(
-        (await this.rows(`SELECT DISTINCT table_name FROM ${d.table(TOUCHED_TABLE)}`)).map((x) => String(x.table_name)),
-      );
-      const merged: Plan = { ...plan, tables: plan.tables.filter((t) => touched.has(t.name) || (t.parent && touched.has(t.parent.table))) };
-      await this.transaction(() => this.exec(mergeAndCompact(merged, d, { keepHistory: this.opts.keepHistory ?? false })));
+      await this.merge();
       this.progress(`merged ${Number(unmerged?.n)} task(s) of ${Number(unmerged?.s)} school(s) into ${plan.tables.length} table(s)`);
     } else {
       this.progress('no new tasks to apply');
@@ -211,6 +235,40 @@ class Load {
       counts[t.name] = Number(r?.n ?? 0);
     }
     return { appliedRuns, appliedTasks, tables: counts };
+  }
+
+  /**
+   * Merges the touched (school, table) pairs, table by table (parents first), each table's schools
+   * in batches of about MERGE_ROWS staged rows, each batch in its own transaction: memory follows
+   * the batch, not the number of schools (a batch merged twice after a crash gives the same
+   * state). The tasks are marked merged, and the touched pairs cleared, once every batch is in.
+   */
+  private async merge(): Promise<void> {
+    const batchTable = '_se_touched_batch';
+    for (const t of this.plan.tables) {
+      const names = [t.name, ...(t.parent ? [t.parent.table] : [])].map(q).join(', ');
+      const schools = await this.rows(
+        `SELECT ts.school_id, count(r._school_id)::BIGINT AS n FROM (SELECT DISTINCT school_id FROM ${d.table(TOUCHED_TABLE)} ` +
+          `WHERE table_name IN (${names})) AS ts LEFT JOIN ${d.table(rawName(t.name))} AS r ON r._school_id = ts.school_id GROUP BY ts.school_id ORDER BY ts.school_id`,
+      );
+      if (schools.length === 0) continue;
+      const batches = batchesOf(schools, this.opts.mergeRows ?? MERGE_ROWS);
+      for (const batch of batches) {
+        await this.exec(`CREATE OR REPLACE TEMP TABLE ${batchTable} (school_id VARCHAR, table_name VARCHAR)`);
+        const a = await this.conn.createAppender(batchTable);
+        for (const id of batch) {
+          a.appendVarchar(id);
+          a.appendVarchar(t.name);
+          a.endRow();
+        }
+        a.closeSync();
+        const scope = { touched: batchTable };
+        await this.transaction(() =>
+          this.exec([mergeStatement(this.plan, t, d, scope), ...(this.opts.keepHistory ? [] : compactTable(this.plan, t, d, scope))]),
+        );
+      }
+    }
+    await this.transaction(() => this.exec([...(this.opts.keepHistory ? [] : [snapshotCleanup(d)]), ...markMergedStatements(d)]));
   }
 
   private async exists(table: string): Promise<boolean> {
@@ -305,43 +363,71 @@ class Load {
     );
   }
 
-  /** One run's share of the pending work, staged and recorded in one transaction. Returns its tasks. */
+  /**
+   * One run's share of the pending work, its schools in batches of about BATCH_ROWS rows (a
+   * school's tasks of a run are never split), each batch staged, checked and recorded in one
+   * transaction: a task's rows are staged exactly when its key is recorded, as when a load meets
+   * a run still going. Returns the tasks applied.
+   */
   private async applyRun(runId: string): Promise<number> {
     const r = q(runId);
+    const schools = await this.rows(
+      `SELECT s.school_id, COALESCE(SUM(f.row_count), 0)::BIGINT AS n FROM (SELECT school_id FROM ${ALL.pending} WHERE run_id = ${r} ` +
+        `UNION SELECT school_id FROM ${ALL.pendingPurges} WHERE run_id = ${r}) AS s LEFT JOIN ${ALL.pendingFiles} AS f ` +
+        `ON f.school_id = s.school_id AND f.run_id = ${r} AND f.keep = 1 GROUP BY s.school_id ORDER BY s.school_id`,
+    );
+    let applied = 0;
+    for (const batch of batchesOf(schools, this.opts.batchRows ?? BATCH_ROWS)) applied += await this.applyBatch(runId, batch);
+    return applied;
+  }
+
+  private async applyBatch(runId: string, batch: string[]): Promise<number> {
+    const r = q(runId);
+    await this.exec(`CREATE OR REPLACE TEMP TABLE _se_batch (school_id VARCHAR)`);
+    const a = await this.conn.createAppender('_se_batch');
+    for (const id of batch) {
+      a.appendVarchar(id);
+      a.endRow();
+    }
+    a.closeSync();
+    const mine = `run_id = ${r} AND school_id IN (SELECT school_id FROM _se_batch)`;
     await this.exec([
-      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pending)} AS SELECT * FROM ${ALL.pending} WHERE run_id = ${r}`,
-      // a compacted file holding rows of this run is staged whole and counted whole; only this run's rows are kept
+      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pending)} AS SELECT * FROM ${ALL.pending} WHERE ${mine}`,
+      // a compacted file holding rows of this batch is staged whole and counted whole; only this batch's rows are kept
       `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pendingFiles)} AS SELECT table_name, path, sha256, row_count, run_id, school_id, ` +
-        `CASE WHEN run_id = ${r} THEN keep ELSE 0 END AS keep FROM ${ALL.pendingFiles} ` +
-        `WHERE path IN (SELECT path FROM ${ALL.pendingFiles} WHERE run_id = ${r} AND keep = 1)`,
-      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pendingPurges)} AS SELECT * FROM ${ALL.pendingPurges} WHERE run_id = ${r}`,
+        `CASE WHEN ${mine} THEN keep ELSE 0 END AS keep FROM ${ALL.pendingFiles} ` +
+        `WHERE path IN (SELECT path FROM ${ALL.pendingFiles} WHERE ${mine} AND keep = 1)`,
+      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pendingPurges)} AS SELECT * FROM ${ALL.pendingPurges} WHERE ${mine}`,
     ]);
     const staged = (t: { name: string }): string => d.temp(stageName(t.name));
     const one = (t: TablePlan): NightlyParts => ({ ...this.parts, plan: { tables: [t] } });
-    let failed: StageFailure | undefined;
+    // Staged and checked first, outside the transaction (temporary tables spill to disk beyond the
+    // memory limit; rows inserted inside a transaction stay in memory until it commits); then the
+    // run's rows and records go in at once. Tables without files in this run stage nothing (the
+    // deletions stage is read by the record, empty or not).
+    const withFiles = new Set(
+      (await this.rows(`SELECT DISTINCT table_name FROM ${d.temp(T.pendingFiles)}`)).map((x) => String(x.table_name)),
+    );
+    const stagedTables = this.plan.tables.filter((t) => withFiles.has(t.name) || t === this.plan.deletions);
     try {
+      for (const t of stagedTables) {
+        await this.exec(`CREATE OR REPLACE TEMP TABLE ${staged(t)} AS SELECT * FROM ${d.table(rawName(t.name))} WHERE 1 = 0`);
+        if (!withFiles.has(t.name)) continue;
+        try {
+          await this.stageTable(runId, t);
+        } catch (e) {
+          throw e instanceof StageFailure ? await this.explain(e) : e;
+        }
+        await this.checked(() => this.exec(stagedCountStatements(one(t), staged)));
+      }
       await this.transaction(async () => {
         await this.exec(rebuildStatements(this.parts));
-        // Tables without files in this run stage nothing (the deletions stage is read by the record, empty or not).
-        const withFiles = new Set(
-          (await this.rows(`SELECT DISTINCT table_name FROM ${d.temp(T.pendingFiles)}`)).map((x) => String(x.table_name)),
-        );
-        for (const t of this.plan.tables) {
-          if (!withFiles.has(t.name) && t !== this.plan.deletions) continue;
-          await this.exec(`CREATE OR REPLACE TEMP TABLE ${staged(t)} AS SELECT * FROM ${d.table(rawName(t.name))} WHERE 1 = 0`);
-          if (!withFiles.has(t.name)) continue;
-          await this.stageTable(runId, t);
-          await this.checked(() => this.exec(stagedCountStatements(one(t), staged)));
-          await this.exec(appendStatements(one(t), staged));
-          if (t !== this.plan.deletions) await this.exec(`DROP TABLE ${staged(t)}`);
-        }
+        for (const t of stagedTables) await this.exec(appendStatements(one(t), staged));
         await this.exec(recordStatements(this.parts, staged));
       });
-    } catch (e) {
-      if (!(e instanceof StageFailure)) throw e;
-      failed = e;
+    } finally {
+      for (const t of stagedTables) await this.exec(`DROP TABLE IF EXISTS ${staged(t)}`);
     }
-    if (failed) throw await this.explain(failed);
     const [n] = await this.rows(`SELECT count(*)::BIGINT AS n FROM ${d.temp(T.pending)}`);
     return Number(n?.n ?? 0);
   }
@@ -357,7 +443,7 @@ class Load {
       if (!kind) throw new ExportError('E_STATE', `${f.path}: unknown file type (expected .ndjson, .ndjson.gz, .csv or .parquet)`);
       byKind.set(kind, [...(byKind.get(kind) ?? []), f]);
     }
-    const size = this.opts.filesPerStatement ?? 1000;
+    const size = this.opts.filesPerStatement ?? 200;
     for (const group of byKind.values()) {
       for (let i = 0; i < group.length; i += size) await this.stageBatch(runId, t, group.slice(i, i + size));
     }

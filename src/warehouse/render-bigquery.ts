@@ -66,6 +66,7 @@ export function bigquerySql(dataset: string): SqlDialect {
     },
     fullMatch: (e, pattern) => `REGEXP_CONTAINS(${e}, ${str(`^(?:${pattern})$`)})`,
     stringAgg: (e, sep) => `STRING_AGG(${e}, ${str(sep)})`,
+    firstNonNull: (e, over) => `FIRST_VALUE(${e} IGNORE NULLS) OVER (${over})`,
     contains: (h, n) => `STRPOS(${h}, ${n}) > 0`,
     createTemp: (name, select) => `CREATE OR REPLACE TEMP TABLE ${ident(name)} AS ${select}`,
     failIf: (query, message) =>

@@ -49,6 +49,7 @@ export function duckdbSql(): SqlDialect {
     },
     fullMatch: (e, pattern) => `regexp_full_match(${e}, ${str(pattern)})`,
     stringAgg: (e, sep) => `string_agg(${e}, ${str(sep)})`,
+    firstNonNull: (e, over) => `FIRST_VALUE(${e} IGNORE NULLS) OVER (${over})`,
     contains: (h, n) => `contains(${h}, ${n})`,
     createTemp: (name, select) => `CREATE OR REPLACE TEMP TABLE "${name}" AS ${select}`,
     // error() runs only for rows the query returns: an empty result passes.

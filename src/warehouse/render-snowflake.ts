@@ -84,6 +84,8 @@ export function snowflakeSql(schema?: string): SnowflakeSql {
     },
     fullMatch: (e, pattern) => `REGEXP_LIKE(${e}, ${sqlString(pattern)})`,
     stringAgg: (e, sep) => `LISTAGG(${e}, ${sqlString(sep)})`,
+    // Snowflake puts IGNORE NULLS after the call
+    firstNonNull: (e, over) => `FIRST_VALUE(${e}) IGNORE NULLS OVER (${over})`,
     contains: (h, n) => `CONTAINS(${h}, ${n})`,
     createTemp: (name, select) => `CREATE OR REPLACE TEMPORARY TABLE ${table(name)} AS ${select}`,
     // Snowflake Scripting raises declared exceptions, whose messages are fixed text.
