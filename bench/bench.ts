@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bigSchool, incremental, latency, memory, throughput, type Opts, type Scale } from './sections.ts';
 import { distIsFresh } from './procs.ts';
+import { atScale } from './scale.ts';
 import { gitCommit, lines, machine, machineLine, table, type Results } from './report.ts';
 
 export type Mode = 'full' | 'quick' | 'tiny';
@@ -42,7 +43,7 @@ export interface BenchOptions {
   readmes?: string[];
   nodeArgs?: string[];
   log?: (s: string) => void;
-  /** run only these sections (throughput, memory, latency, big-school, incremental); default all */
+  /** run only these sections (throughput, memory, latency, big-school, incremental, scale); default all */
   only?: string[];
 }
 
@@ -66,6 +67,7 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
     if (want('latency')) results.latency = await latency(opts);
     if (want('big-school')) results.bigSchool = await bigSchool(opts);
     if (want('incremental')) results.incremental = await incremental(opts);
+    if (want('scale')) results.atScale = await atScale(opts, o.mode);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -11,6 +11,7 @@ import type {
   Scale,
   ThroughputResult,
 } from './sections.ts';
+import { scaleLines, type ScaleResult } from './scale.ts';
 
 export interface Results {
   when: string;
@@ -26,6 +27,8 @@ export interface Results {
   latency?: LatencyRun[];
   bigSchool?: BigSchoolResult;
   incremental?: IncrementalResult;
+  /** section 8 (bench/scale.ts): thousands of schools */
+  atScale?: ScaleResult;
 }
 
 export interface Machine {
@@ -240,6 +243,7 @@ export function lines(r: Results): Line[] {
       verdict: verdict(rr <= 0.05),
     });
   }
+  out.push(...scaleLines(r.atScale));
   return out;
 }
 

@@ -2,7 +2,7 @@
  * `npm run bench [-- --quick] [-- --profile]`: the benchmark of issue 6 (see bench/README.md).
  * --quick skips the 1,000,000-row memory case and repeats less; --tiny is the smoke test's scale;
  * --profile writes a V8 CPU profile of every measured export child to bench/profiles/.
- * --only=throughput,memory,latency,big-school,incremental runs just those sections (the record is not updated).
+ * --only=throughput,memory,latency,big-school,incremental,scale runs just those sections (the record is not updated).
  */
 import { resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';

@@ -10,6 +10,11 @@
  * - {"cmd":"requests"} → {"requests":N,"windows":{"after..before":N},"probes":N}: /v1.0 requests
  *   since the last {"cmd":"reset"}, those carrying updated_after/before by window, and the
  *   one-row probes
+ * - without the front, {"cmd":"requests"} → {"requests":N}: API requests the sandbox logged since
+ *   the last {"cmd":"reset"} (which empties its log)
+ * - {"cmd":"touch","schools":N} → {"changed":N,"pairs":N}: the first achievement of each approved
+ *   school A1001..A(1000+N) changed (a new comment); pairs: the (school, table) pairs that touches
+ *   (achievements, and achievement_students / _employees where the row embeds any)
  * Stops when stdin closes (parent gone) or on SIGTERM.
  */
 import { createInterface } from 'node:readline';
@@ -51,6 +56,31 @@ lines.on('line', async (line) => {
     front.probes = 0;
     answer = { requests: (front.requests = 0) };
   }
+  if (!front && cmd.cmd === 'requests') answer = { requests: sb.control.requests().length };
+  if (!front && cmd.cmd === 'reset') {
+    sb.control.clearRequests();
+    answer = { requests: 0 };
+  }
+  if (cmd.cmd === 'touch') answer = touchEach(Number((cmd as { schools?: number }).schools));
   process.stdout.write(JSON.stringify(answer) + '\n');
 });
+
+function touchEach(schools: number): { changed: number; pairs: number } {
+  let changed = 0;
+  let pairs = 0;
+  for (let s = 1; s <= schools; s++) {
+    const id = `A${1000 + s}`;
+    const first = sb.control.records(id, 'achievements')[0] as {
+      id: string;
+      students?: { data: unknown[] };
+      employees?: { data: unknown[] };
+    };
+    if (!first) continue;
+    const row = sb.control.update(id, 'achievements', first.id, { comment: `changed by the benchmark at ${new Date().toISOString()}` });
+    changed++;
+    pairs += 1 + (first.students?.data.length ? 1 : 0) + (first.employees?.data.length ? 1 : 0);
+    void row;
+  }
+  return { changed, pairs };
+}
 lines.on('close', stop);

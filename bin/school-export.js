@@ -7,10 +7,6 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// The AWS SDK warns on Node 20 about versions it will publish in 2027; our lockfile pins the
-// SDK, and a multi-line warning would break the one-JSON-object-per-line logs cron users parse.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const compiled = join(root, 'dist/cli/main.js');
 const sources = join(root, 'src');

@@ -24,7 +24,10 @@ export const ERROR_CODES = {
   E_PURGED: "the school's access was revoked and its data purged while the task ran; nothing of it was kept",
   E_POLICY: 'a loader requirement was not met (warehouse load --require-pseudonymised): nothing was loaded',
   E_ABORTED: 'the run was interrupted (SIGINT / SIGTERM) before the task finished',
+  E_POLICY_CHANGE: "the run's personal-data policy is weaker than the destination's, or uses another key (exit 2)",
+  E_FORMAT_CHANGE: "the run's format is not the destination's (exit 2)",
   E_INTERNAL: 'a bug in school-export: please report it with the command line',
+  E_LOCK_UNSAFE: "the destination's store ignores conditional writes, so the lease cannot keep runs apart (exit 2)",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -106,7 +109,15 @@ export function isExportError(e: unknown): e is ExportError {
 }
 
 /** Codes that mean "fix the configuration", which the CLI answers with exit status 2. */
-export const CONFIG_CODES: ReadonlySet<ErrorCode> = new Set(['E_CONFIG', 'E_USAGE', 'E_AUTH', 'E_LOCKED']);
+export const CONFIG_CODES: ReadonlySet<ErrorCode> = new Set([
+  'E_CONFIG',
+  'E_USAGE',
+  'E_AUTH',
+  'E_LOCKED',
+  'E_LOCK_UNSAFE',
+  'E_POLICY_CHANGE',
+  'E_FORMAT_CHANGE',
+]);
 
 /** Any thrown value as an ExportError: ours pass through, others get `fallback` and keep their cause. */
 export function asExportError(e: unknown, fallback: ErrorCode, ctx: ErrorContext = {}): ExportError {

@@ -1,5 +1,6 @@
 import yargs, { type Argv, type CommandModule } from 'yargs';
 import { CONFIG_CODES, ExportError } from '../errors.ts';
+import { packageVersion } from './version.ts';
 
 /**
  * The command table. Each command's module (and what it imports: the pipeline, the AWS SDK,
@@ -20,8 +21,20 @@ const COMMANDS: { name: string; usage: string; describe: string; load: () => Pro
   {
     name: 'status',
     usage: 'status [pipeline]',
-    describe: "what a destination holds: per school and table the watermark, lag and last failure; recent runs; the lock's holder",
+    describe: 'what a destination holds: per table the schools, watermark lag and failures, the worst schools, recent runs, the lease',
     load: async () => cmd((await import('./status.ts')).statusCommand),
+  },
+  {
+    name: 'init',
+    usage: 'init [file]',
+    describe: 'write a commented starter pipeline file (YAML) that runs against the built-in sandbox as written',
+    load: async () => cmd((await import('./init.ts')).initCommand),
+  },
+  {
+    name: 'report',
+    usage: 'report [pipeline]',
+    describe: 'one HTML file about a destination: volume per table, lag per school, failures, throughput, the personal-data policy',
+    load: async () => cmd((await import('./report.ts')).reportCommand),
   },
   {
     name: 'sandbox',
@@ -48,12 +61,28 @@ const COMMANDS: { name: string; usage: string; describe: string; load: () => Pro
     load: async () => cmd((await import('./webhooks.ts')).webhooksCommand),
   },
   {
+    name: 'datamap',
+    usage: 'datamap [pipeline]',
+    describe: 'every table and column with its personal-data class, where the class comes from, and what the policy does to it',
+    load: async () => cmd((await import('./datamap.ts')).dataMapCommand),
+  },
+  {
     name: 'warehouse',
     usage: 'warehouse <command>',
     describe: 'load exports into DuckDB, or render BigQuery / Snowflake load SQL',
     load: async () => cmd((await import('./warehouse.ts')).warehouseCommand),
   },
 ];
+
+/**
+ * A group of subcommands (`warehouse <action>`, `schools <command>`) is registered by its name
+ * alone: its builder demands the subcommand with a message naming them ("name an action: load,
+ * sql, dbt or manifests"), which a required positional would pre-empt with yargs' own "Not
+ * enough non-option arguments: got 0, need at least 1".
+ */
+function groupName(command: CommandModule['command']): string | undefined {
+  return typeof command === 'string' ? /^(\S+) <[^>]+>$/.exec(command)?.[1] : undefined;
+}
 
 /** The command named on the command line: the first word that is not an option. */
 export function commandName(argv: string[]): string | undefined {
@@ -71,18 +100,21 @@ export async function buildCli(argv: string[]): Promise<Argv> {
   for (const c of COMMANDS) {
     // only the command that runs is loaded; the others are listed by name for --help
     const mod = c.name === wanted ? await c.load() : { command: c.usage, describe: c.describe, handler: () => {} };
-    cli = cli.command({ ...mod, describe: c.describe } as CommandModule);
+    cli = cli.command({ ...mod, command: groupName(mod.command) ?? mod.command, describe: c.describe } as CommandModule);
   }
   return cli
     .demandCommand(1, 'name a command, e.g. school-export run')
     .strict()
+    .version(packageVersion())
     .help()
     .epilogue(
       'Settings: flags win over SCHOOL_EXPORT_<KEY> environment variables, which win over the pipeline file, which wins over defaults (see `school-export run --help`).',
     )
     .fail((msg, err) => {
       if (err) throw err;
-      process.stderr.write(`school-export: ${msg}\n(see school-export --help)\n`);
+      process.stderr.write(
+        `school-export: ${msg}\n(see school-export ${wanted && COMMANDS.some((c) => c.name === wanted) ? `${wanted} ` : ''}--help)\n`,
+      );
       process.exit(2);
     });
 }

@@ -1,4 +1,4 @@
-import type { EventEmitter } from 'node:events';
+import { setMaxListeners, type EventEmitter } from 'node:events';
 
 export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 type Handled = keyof typeof SIGNAL_EXIT;
@@ -16,6 +16,9 @@ export interface SignalTarget extends Pick<EventEmitter, 'on' | 'off'> {
  */
 export function onInterrupt(target: SignalTarget = process): { signal: AbortSignal; exitCode(): number; dispose(): void } {
   const ac = new AbortController();
+  // every request in flight listens to it (undici): the run's concurrency bounds them, not Node's
+  // default of 10, whose warning would break the one-JSON-object-per-line logs
+  setMaxListeners(0, ac.signal);
   let received: Handled | undefined;
   const handler = (sig: Handled) => {
     if (received) return target.exit(SIGNAL_EXIT[sig]);

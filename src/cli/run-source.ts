@@ -21,6 +21,7 @@ export async function openSource(cfg: RunConfig): Promise<OpenedSource> {
     seed: source.seed,
     schools: source.schools,
     achievementsPerSchool: source.achievementsPerSchool,
+    rowsPerSchool: source.rowsPerSchool,
     maxPerPage: source.maxPerPage,
   });
   const api: RunConfig['source'] = { kind: 'api', apiUrl: sb.url, domains: sb.domains, auth: 'bearer' };

@@ -3,8 +3,10 @@ import { DEFAULTS, resolveRunConfig } from '../config/resolve.ts';
 import type { LogLevel, PipelineConfig, PipelineKey, ProgressMode } from '../config/schema.ts';
 import { DEFAULT_ROW_GROUP_ROWS, FORMAT_NAMES, PARQUET_WRITERS, type ParquetWriterName } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
-import { renderSummary } from '../pipeline/summary.ts';
+import { renderSummary, type RunSummary } from '../pipeline/summary.ts';
+import { ConfigError } from '../errors.ts';
 import { parsePersonalColumns } from '../privacy/config.ts';
+import { parsePropertyScopePairs } from '../resources/scopes.ts';
 import { LOG_LEVELS } from './log.ts';
 import { parseDomains } from '../config/credentials.ts';
 import { onInterrupt } from './interrupt.ts';
@@ -41,17 +43,22 @@ interface RunArgs extends ApiArgs {
   'checkpoint-pages'?: number;
   'checkpoint-seconds'?: number;
   'wait-for-lock'?: number;
+  lock?: 'lease' | 'none';
+  'property-scopes'?: string[];
   'purge-on-revoke'?: boolean;
   shard?: string;
   windows?: number;
   progress?: ProgressMode;
   'log-level'?: LogLevel;
+  'metrics-file'?: string;
   json?: boolean;
   'person-id'?: 'keep' | 'pseudonymise';
   'direct-identifier'?: 'keep' | 'pseudonymise' | 'drop';
   'free-text'?: 'keep' | 'drop';
   'personal-column'?: string[];
   'pseudonymise-key-file'?: string;
+  'personal-data-change'?: boolean;
+  'format-change'?: boolean;
 }
 
 const list = (v: string | undefined) =>
@@ -96,6 +103,8 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     checkpoint_pages: a['checkpoint-pages'],
     checkpoint_seconds: a['checkpoint-seconds'],
     wait_for_lock: a['wait-for-lock'],
+    lock: a.lock,
+    property_scopes: a['property-scopes']?.length ? parsePropertyScopePairs(a['property-scopes'], '--property-scopes') : undefined,
     purge_on_revoke: a['purge-on-revoke'],
     shard: a.shard,
     windows: a.windows,
@@ -103,12 +112,13 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     personal_data: personalDataFlags(a),
     pseudonymise_key_file: a['pseudonymise-key-file'],
     log_level: a['log-level'],
+    metrics_file: a['metrics-file'],
   };
 }
 
 /** Flag values as typed (before splitting lists), so an error shows what the user wrote. */
 export function typedFlags(a: RunArgs): Partial<Record<PipelineKey, unknown>> {
-  return { schools: a.schools, resources: a.resources, domains: a.domain };
+  return { schools: a.schools, resources: a.resources, domains: a.domain, property_scopes: a['property-scopes']?.join(',') };
 }
 
 const h = settingHelp;
@@ -117,6 +127,11 @@ function personalDataFlags(a: RunArgs): PipelineConfig['personal_data'] {
   const columns = parsePersonalColumns(a['personal-column']);
   const pd = { person_id: a['person-id'], direct_identifier: a['direct-identifier'], free_text: a['free-text'], columns };
   return Object.values(pd).some((v) => v !== undefined) ? pd : undefined;
+}
+
+/** Changes only the person running the command accepts: flags, never pipeline-file or environment settings. */
+function acceptFlags(a: RunArgs): { personalDataChange: boolean; formatChange: boolean } {
+  return { personalDataChange: a['personal-data-change'] === true, formatChange: a['format-change'] === true };
 }
 
 export const runCommand: CommandModule<object, RunArgs> = {
@@ -201,6 +216,24 @@ export const runCommand: CommandModule<object, RunArgs> = {
         'wait-for-lock',
         integerOption(h('wait_for_lock', 'seconds to wait for another run holding this destination (or shard); else exit 2 at once', 0)),
       )
+      .option('lock', {
+        choices: ['lease', 'none'] as const,
+        describe: h(
+          'lock',
+          'lease: one run per destination by a conditionally written lease (refused on a store that ignores If-None-Match); none: the scheduler guarantees it (docs/s3.md)',
+          'lease',
+        ),
+      })
+      .option('property-scopes', {
+        type: 'string',
+        array: true,
+        requiresArg: true,
+        describe: h(
+          'property_scopes',
+          'TABLE.COLUMN=PERMISSION, repeatable or comma-separated: the permission the service names for a property (e.g. achievements.comment=achievement_comment.read)',
+          'none',
+        ),
+      })
       .option('purge-on-revoke', {
         type: 'boolean',
         describe: h('purge_on_revoke', 'purge the exported data of schools the service lists as revoked or declined', 'off'),
@@ -219,6 +252,15 @@ export const runCommand: CommandModule<object, RunArgs> = {
         describe: h('progress', 'live display on a TTY, JSON lines otherwise', DEFAULTS.progress),
       })
       .option('log-level', { choices: LOG_LEVELS, describe: h('log_level', 'least severe JSON log line written', DEFAULTS.logLevel) })
+      .option('metrics-file', {
+        type: 'string',
+        requiresArg: true,
+        describe: h(
+          'metrics_file',
+          "write the run's figures to PATH in the Prometheus text format (node_exporter textfile collector)",
+          'none',
+        ),
+      })
       .option('json', { type: 'boolean', describe: 'print the summary as JSON on stdout (the default when stdout is not a terminal)' })
       .option('dry-run', {
         type: 'boolean',
@@ -243,10 +285,20 @@ export const runCommand: CommandModule<object, RunArgs> = {
         type: 'string',
         describe: h('pseudonymise_key_file', 'file holding the secret pseudonymisation key (at least 32 bytes)', 'none'),
       })
+      .option('personal-data-change', {
+        type: 'boolean',
+        describe:
+          "accept a personal-data policy weaker than the destination's, or another key (recorded in the manifest with who: SCHOOL_EXPORT_CHANGED_BY, else user@host); a flag only, never a setting",
+      })
+      .option('format-change', {
+        type: 'boolean',
+        describe: "accept writing another format than the destination's files (a flag only, never a setting)",
+      })
       .epilogue(PRECEDENCE) as unknown as Argv<RunArgs>,
   handler: async (a) => {
-    const cfg = resolveRunConfig(a.pipeline, flagsToPipeline(a), process.env, typedFlags(a));
+    const cfg = { ...resolveRunConfig(a.pipeline, flagsToPipeline(a), process.env, typedFlags(a)), ...acceptFlags(a) };
     if (a['dry-run']) return dryRun(cfg, a.json === true);
+    if (cfg.metricsFile) await checkMetricsPath(cfg.metricsFile);
     const interrupt = onInterrupt();
     const source = await openSource(cfg);
     try {
@@ -258,12 +310,37 @@ export const runCommand: CommandModule<object, RunArgs> = {
       if (a.json || !process.stdout.isTTY) process.stdout.write(JSON.stringify(summary) + '\n');
       if (!a.json) process.stderr.write(renderSummary(summary) + '\n');
       process.exitCode = summary.status === 'ok' ? 0 : summary.status === 'interrupted' ? interrupt.exitCode() : 1;
+      if (cfg.metricsFile) await writeMetrics(cfg, summary);
     } finally {
       interrupt.dispose();
       await source.close();
     }
   },
 };
+
+/** The metrics file's folder must exist and be writable: known before any request, so exit 2 then. */
+async function checkMetricsPath(path: string): Promise<void> {
+  const { access, constants, stat } = await import('node:fs/promises');
+  const { dirname } = await import('node:path');
+  const dir = dirname(path);
+  const why = await access(dir, constants.W_OK).then(
+    async () => ((await stat(path).catch(() => undefined))?.isDirectory() ? 'it is a directory' : undefined),
+    (e: NodeJS.ErrnoException) =>
+      e.code === 'ENOENT' ? `its folder ${dir} does not exist` : `its folder ${dir} is not writable (${e.code})`,
+  );
+  if (why) throw new ConfigError(`--metrics-file ${path}: ${why}`, 'E_USAGE');
+}
+
+/** After the run: the figures for alerting. A file that cannot be written is said, and the run exits 1. */
+async function writeMetrics(cfg: ReturnType<typeof resolveRunConfig>, summary: RunSummary): Promise<void> {
+  const { writeMetricsFile } = await import('../pipeline/metrics.ts');
+  try {
+    await writeMetricsFile(cfg.metricsFile!, summary, { dest: summary.dest, shard: cfg.shard, finishedAt: new Date() });
+  } catch (e) {
+    process.stderr.write(`school-export: --metrics-file ${cfg.metricsFile}: not written (${(e as Error).message})\n`);
+    if (!process.exitCode) process.exitCode = 1;
+  }
+}
 
 /** `run --dry-run`: the plan, as a table on a terminal and one JSON object per task otherwise. */
 async function dryRun(cfg: ReturnType<typeof resolveRunConfig>, json: boolean): Promise<void> {

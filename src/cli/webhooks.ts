@@ -1,11 +1,14 @@
 import { ConfigError } from '../errors.ts';
 import type { Argv, CommandModule } from 'yargs';
-import { readSecretFile } from '../config/credentials.ts';
+import { readSecretFile, resolveToken } from '../config/credentials.ts';
+import { resolveRunConfig } from '../config/resolve.ts';
+import type { PipelineConfig } from '../config/schema.ts';
 import { envSetting } from '../config/env.ts';
 import type { LogLevel } from '../config/schema.ts';
 import { openSink } from '../sink/index.ts';
+import { QUEUE_DEFAULTS } from '../webhooks/run-queue.ts';
 import { startWebhookReceiver } from '../webhooks/server.ts';
-import { integerFlag, integerOption } from './common.ts';
+import { integerFlag, integerOption, optionalIntegerFlag } from './common.ts';
 import { createLogger, LOG_LEVELS, type LogEvent } from './log.ts';
 
 /** `school-export webhooks serve`: options, the secret file, log output and signals; the receiver is src/webhooks/. */
@@ -20,6 +23,12 @@ interface ServeArgs {
   's3-endpoint'?: string;
   's3-region'?: string;
   'max-body-bytes'?: number;
+  'max-runs'?: number;
+  'run-batch'?: number;
+  'wait-for-lock'?: number;
+  'run-attempts'?: number;
+  'run-timeout'?: number;
+  'run-delay'?: number;
   'log-level'?: LogLevel;
   json?: boolean;
 }
@@ -33,6 +42,15 @@ function fromEnv(a: ServeArgs, env: NodeJS.ProcessEnv): ServeArgs {
     's3-region': a['s3-region'] ?? envSetting(env, 's3_region'),
     'log-level': a['log-level'] ?? (envSetting(env, 'log_level') as LogLevel | undefined),
   };
+}
+
+/**
+ * `--run PIPELINE` is read now as each run will read it (with the receiver's destination): a typo
+ * in the file, or no token, exits 2 at start instead of failing every queued run later.
+ */
+export function checkRunPipeline(file: string, flags: PipelineConfig, env: NodeJS.ProcessEnv = process.env): void {
+  const cfg = resolveRunConfig(file, flags, env);
+  if (cfg.source.kind === 'api') resolveToken(cfg.source.tokenFile, env);
 }
 
 const serveCommand: CommandModule<object, ServeArgs> = {
@@ -51,7 +69,28 @@ const serveCommand: CommandModule<object, ServeArgs> = {
       })
       .option('port', { ...integerOption('port to listen on'), default: 8787 })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'listen address (a TLS reverse proxy in front)' })
-      .option('run', { type: 'string', describe: 'PIPELINE file: on schoolApproved run it at once for that school' })
+      .option('run', {
+        type: 'string',
+        describe: 'PIPELINE file: approved schools are queued and exported by runs of it, one run at a time (docs/webhooks.md)',
+      })
+      .option('max-runs', { ...integerOption('with --run: runs going at once for this destination (each takes shard I of N)'), default: 1 })
+      .option('run-batch', { ...integerOption('with --run: schools per run at most'), default: QUEUE_DEFAULTS.batchSize })
+      .option('wait-for-lock', {
+        ...integerOption("with --run: seconds a run waits for the destination's lease (a nightly run) before it is retried later"),
+        default: QUEUE_DEFAULTS.waitForLockSeconds,
+      })
+      .option('run-attempts', {
+        ...integerOption('with --run: runs a school gets before the receiver gives up on it (the next nightly run exports it)'),
+        default: QUEUE_DEFAULTS.maxAttempts,
+      })
+      .option('run-delay', {
+        ...integerOption('with --run: seconds an approval to an idle queue waits for others to join its run'),
+        default: QUEUE_DEFAULTS.collectMs / 1000,
+      })
+      .option('run-timeout', {
+        ...integerOption('with --run: seconds after which a run is stopped and its unexported schools retried (0: no limit)'),
+        default: QUEUE_DEFAULTS.runTimeoutSeconds,
+      })
       .option('purge-on-revoke', {
         type: 'boolean',
         describe: "on accessRevoked/accessDeclined delete the school's exported files and state",
@@ -75,11 +114,20 @@ const serveCommand: CommandModule<object, ServeArgs> = {
     const a = fromEnv(args, process.env);
     const port = integerFlag('port', a.port, 0, 65535);
     const maxBodyBytes = integerFlag('max-body-bytes', a['max-body-bytes'], 1);
+    const queue = {
+      maxRuns: optionalIntegerFlag('max-runs', a['max-runs'], 1, 64),
+      batchSize: optionalIntegerFlag('run-batch', a['run-batch'], 1, 3000),
+      waitForLockSeconds: optionalIntegerFlag('wait-for-lock', a['wait-for-lock'], 0),
+      maxAttempts: optionalIntegerFlag('run-attempts', a['run-attempts'], 1),
+      runTimeoutSeconds: optionalIntegerFlag('run-timeout', a['run-timeout'], 0),
+      collectMs: (optionalIntegerFlag('run-delay', a['run-delay'], 0, 3600) ?? QUEUE_DEFAULTS.collectMs / 1000) * 1000,
+    };
     if (!a.dest)
       throw new ConfigError(
         'webhooks serve: pass --dest DIR|s3://bucket/prefix (or set SCHOOL_EXPORT_DEST): the destination the runs use',
         'E_USAGE',
       );
+    if (a.run) checkRunPipeline(a.run, { dest: a.dest, s3_endpoint: a['s3-endpoint'], s3_region: a['s3-region'] });
     if (a['log-level'] && !LOG_LEVELS.includes(a['log-level']))
       throw new ConfigError(`SCHOOL_EXPORT_LOG_LEVEL=${a['log-level']}: expected one of ${LOG_LEVELS.join(', ')}`);
     // log lines go to stderr (the team's log contract), JSON unless a person is watching
@@ -97,6 +145,8 @@ const serveCommand: CommandModule<object, ServeArgs> = {
       tokenDir: a['token-dir'],
       purgeOnRevoke: a['purge-on-revoke'],
       runPipeline: a.run,
+      runDest: { dest: a.dest, s3Endpoint: a['s3-endpoint'], s3Region: a['s3-region'] },
+      queue,
       maxBodyBytes,
       log: (e) => log(e as LogEvent),
     });

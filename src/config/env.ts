@@ -1,5 +1,6 @@
 import { ConfigError } from '../errors.ts';
 import { parseDomains } from './credentials.ts';
+import { parsePropertyScopePairs } from '../resources/scopes.ts';
 import { describeValue, findProblem, keyPath, pipelineSchema, type PipelineConfig, type PipelineKey, type SchemaNode } from './schema.ts';
 
 /**
@@ -34,6 +35,8 @@ function convert(key: string, text: string, node: SchemaNode): unknown {
   if (key === 'domains') {
     return parseDomains(t.split(',').filter((s) => s.trim()));
   }
+  // JSON like the other objects, or TABLE.COLUMN=PERMISSION,... like --property-scopes
+  if (key === 'property_scopes' && !t.startsWith('{')) return parsePropertyScopePairs([t], envName(key));
   switch (node.type) {
     case 'integer':
       return /^-?\d+$/.test(t) ? Number(t) : t;

@@ -1,8 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { extname } from 'node:path';
+import { extname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../errors.ts';
-import { keyPath, validatePipeline, type PipelineConfig } from './schema.ts';
+import { jsonErrorLocation } from './json-position.ts';
+import { keyPath, PACKAGE_ROOT, validatePipeline, type PipelineConfig } from './schema.ts';
 
 /**
  * Reads a pipeline file: JSON (`.json`) or YAML (`.yaml`/`.yml`), then `${ENV_VAR}` in string
@@ -15,10 +16,21 @@ export function readPipelineFile(path: string, env: NodeJS.ProcessEnv = process.
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new ConfigError(`${where}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    throw new ConfigError(`${where}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})${shippedHint(path)}`);
   }
   const raw = parseText(text, path, where);
   return validatePipeline(interpolate(raw, env, where, []), where);
+}
+
+/**
+ * The README's examples name pipelines/... and samples/... of a checkout; a user who installed the
+ * package from npm has them under node_modules/school-export/: say where, and how to start one.
+ */
+function shippedHint(path: string): string {
+  if (isAbsolute(path)) return '';
+  const shipped = resolve(PACKAGE_ROOT, path);
+  if (shipped === resolve(path) || !existsSync(shipped)) return '';
+  return `; the package ships ${path} at ${shipped}: copy it here, or write a starter with \`school-export init\``;
 }
 
 export function isYamlPath(path: string): boolean {
@@ -31,15 +43,20 @@ function parseText(text: string, path: string, where: string): unknown {
       // YAML 1.2 core schema: `no` and `off` stay strings, duplicate keys are errors
       // loaded only for YAML files
       const { parse: parseYaml } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
-      return parseYaml(text, { prettyErrors: false, uniqueKeys: true }) ?? {};
+      return parseYaml(text, { prettyErrors: true, uniqueKeys: true }) ?? {};
     } catch (e) {
-      throw new ConfigError(`${where}: not valid YAML (${(e as Error).message.split('\n')[0]})`);
+      // with prettyErrors the message ends " at line L, column C:" and a code frame: one line is kept
+      const pos = (e as { linePos?: { line: number; col: number }[] }).linePos?.[0];
+      const what = (e as Error).message.split('\n')[0]!.replace(/ at line \d+, column \d+:$/, '');
+      throw new ConfigError(`${where}${pos ? `:${pos.line}:${pos.col}` : ''}: not valid YAML (${what})`);
     }
   }
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(`${where}: not valid JSON (${(e as Error).message})`);
+    const pos = jsonErrorLocation(text);
+    const what = (e as Error).message.replace(/\s+/g, ' ').replace(/ \(line \d+ column \d+\)$/, '');
+    throw new ConfigError(`${where}${pos ? `:${pos.line}:${pos.column}` : ''}: not valid JSON (${what})`);
   }
 }
 

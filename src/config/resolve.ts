@@ -3,7 +3,9 @@ import type { ParquetWriterName } from '../format/index.ts';
 import { ConfigError } from '../errors.ts';
 import { RESOURCES, tableSchemas } from '../resources/index.ts';
 import { mergePersonalData, resolvePersonalData, type PersonalDataSettings } from '../privacy/config.ts';
+import { refuseChangeSettings } from '../privacy/guard.ts';
 import { selectResources } from '../resources/index.ts';
+import { checkPropertyScopes } from '../resources/scopes.ts';
 import { normaliseBaseUrl, parseDomains } from './credentials.ts';
 import { pipelineFromEnv } from './env.ts';
 import { readPipelineFile } from './file.ts';
@@ -27,7 +29,14 @@ export const DEFAULT_PIPELINE = resolve(PACKAGE_ROOT, 'pipelines/sandbox.json');
 export interface RunConfig {
   source:
     | { kind: 'api'; apiUrl: string; domains: Record<string, string>; auth: 'bearer' | 'basic'; tokenFile?: string }
-    | { kind: 'sandbox'; seed: number; schools: number; achievementsPerSchool: number; maxPerPage?: number };
+    | {
+        kind: 'sandbox';
+        seed: number;
+        schools: number;
+        achievementsPerSchool: number;
+        rowsPerSchool?: 'default' | 'small';
+        maxPerPage?: number;
+      };
   pipelineFile?: string;
   dest: string;
   s3: { endpoint?: string; region?: string; checksumWhenRequired?: boolean; sse?: { type: 'AES256' | 'aws:kms'; kmsKeyId?: string } };
@@ -59,6 +68,10 @@ export interface RunConfig {
   checkpointSeconds: number;
   /** Wait this long for another run's lease on the destination before giving up (0: do not wait). */
   waitForLockSeconds: number;
+  /** lease: one run per destination by a conditionally written lease; none: the scheduler guarantees it. */
+  lock: 'lease' | 'none';
+  /** "table.column" -> permission identity (property_scopes), checked against the run's tables. */
+  propertyScopes: Record<string, string>;
   /** A full paginated read is split into this many updated_at windows read side by side (1: off). */
   windows: number;
   /** Purge the data of schools listed as revoked or declined (as the webhook receiver's --purge-on-revoke). */
@@ -66,8 +79,14 @@ export interface RunConfig {
   shard: { index: number; count: number };
   progress: ProgressMode;
   logLevel: LogLevel;
+  /** The Prometheus text file the run's figures are written to (none: not written). */
+  metricsFile?: string;
   /** The personal-data policy and, when it pseudonymises, the key (read once, here). */
   personalData: PersonalDataSettings;
+  /** --personal-data-change: accept a weaker policy or another key than the destination keeps (a flag only, never a setting). */
+  personalDataChange?: boolean;
+  /** --format-change: accept writing another format than the destination holds (a flag only). */
+  formatChange?: boolean;
 }
 
 export const DEFAULTS = {
@@ -122,6 +141,7 @@ export function resolveRunConfig(
   typed: Partial<Record<PipelineKey, unknown>> = {},
 ): RunConfig {
   const fromFlags = validateFlags(stripUndefined(flags), typed);
+  refuseChangeSettings(env);
   const fromEnv = pipelineFromEnv(env);
   const pipelineFile = file ?? (fromFlags.api_url || fromEnv.api_url ? undefined : DEFAULT_PIPELINE);
   const fromFile = pipelineFile ? readPipelineFile(pipelineFile, env) : {};
@@ -141,7 +161,8 @@ export function resolveRunConfig(
       kind: 'sandbox',
       seed: c.sandbox.seed ?? 1,
       schools: c.sandbox.schools ?? 6,
-      achievementsPerSchool: c.sandbox.achievements_per_school ?? 500,
+      achievementsPerSchool: c.sandbox.achievements_per_school ?? (c.sandbox.rows_per_school === 'small' ? 2 : 500),
+      ...(c.sandbox.rows_per_school ? { rowsPerSchool: c.sandbox.rows_per_school } : {}),
       maxPerPage: c.sandbox.max_per_page,
     };
   } else {
@@ -185,11 +206,17 @@ export function resolveRunConfig(
     checkpointPages: c.checkpoint_pages ?? DEFAULTS.checkpointPages,
     checkpointSeconds: c.checkpoint_seconds ?? DEFAULTS.checkpointSeconds,
     waitForLockSeconds: c.wait_for_lock ?? 0,
+    lock: c.lock ?? 'lease',
+    propertyScopes: checkPropertyScopes(c.property_scopes, selectResources(undefined, c.custom_resources ?? []), {
+      where: fromFlags.property_scopes ? '--property-scopes' : where,
+      generic: new Set((c.custom_resources ?? []).map((r) => r.name)),
+    }),
     windows: c.windows ?? 1,
     purgeOnRevoke: c.purge_on_revoke ?? false,
     shard: { index, count },
     progress: c.progress ?? DEFAULTS.progress,
     logLevel: c.log_level ?? DEFAULTS.logLevel,
+    metricsFile: c.metrics_file,
     personalData: resolvePersonalData(
       c.personal_data,
       c.pseudonymise_key_file,

@@ -36,7 +36,13 @@ export interface PipelineConfig {
   domains?: Record<string, string>;
   auth?: 'bearer' | 'basic';
   token_file?: string;
-  sandbox?: { seed?: number; schools?: number; achievements_per_school?: number; max_per_page?: number };
+  sandbox?: {
+    seed?: number;
+    schools?: number;
+    achievements_per_school?: number;
+    rows_per_school?: 'default' | 'small';
+    max_per_page?: number;
+  };
   dest?: string;
   s3_endpoint?: string;
   s3_region?: string;
@@ -68,11 +74,17 @@ export interface PipelineConfig {
   checkpoint_pages?: number;
   checkpoint_seconds?: number;
   wait_for_lock?: number;
+  /** lease (default): a conditionally written lease keeps one run per destination; none: the scheduler does. */
+  lock?: 'lease' | 'none';
   windows?: number;
   purge_on_revoke?: boolean;
+  /** "table.column" -> the permission identity that guards it, for namings school-export does not recognise. */
+  property_scopes?: Record<string, string>;
   shard?: string;
   progress?: ProgressMode;
   log_level?: LogLevel;
+  /** Where the run's figures go in the Prometheus text format (node_exporter's textfile collector). */
+  metrics_file?: string;
   /** What to do with personal data (docs/personal-data.md); default: keep everything as read. */
   personal_data?: PersonalDataConfig;
   /** File holding the pseudonymisation key (else SCHOOL_EXPORT_PSEUDONYMISE_KEY_FILE); never the key itself. */
@@ -93,6 +105,7 @@ export interface SchemaNode {
   'x-expected'?: string;
   properties?: Record<string, SchemaNode>;
   additionalProperties?: SchemaNode | boolean;
+  propertyNames?: SchemaNode;
   items?: SchemaNode;
 }
 
@@ -173,7 +186,8 @@ function problemOf(e: ErrorObject, raw: unknown): Problem {
   }
   if (e.keyword === 'propertyNames') {
     const key = (e.params as { propertyName: string }).propertyName;
-    return { path: [...path, key], message: 'expected a table name of lowercase letters, digits and _', value: undefined };
+    const expected = parent.propertyNames?.['x-expected'] ?? 'a table name of lowercase letters, digits and _';
+    return { path: [...path, key], message: `expected ${expected}`, value: undefined };
   }
   return { path, message: `expected ${expectedOf(parent)}`, value };
 }

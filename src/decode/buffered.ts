@@ -1,4 +1,4 @@
-import { gunzip } from 'node:zlib';
+import { gunzip, gunzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { Readable } from 'node:stream';
 import {
@@ -12,6 +12,8 @@ import {
 } from './types.ts';
 
 const gunzipAsync = promisify(gunzip);
+/** Compressed bytes below which gunzip runs inline (a school's meta, ACL, a page of a few rows). */
+const SMALL_BODY = 16 * 1024;
 
 /**
  * The fast path: the whole (decompressed) page in one buffer, one JSON.parse, one batch.
@@ -33,10 +35,10 @@ export function parseJson(decoded: Buffer): unknown {
   }
 }
 
-/** Decompresses a whole body held in memory. */
+/** Decompresses a whole body held in memory (a small one at once: the thread pool's round trip costs more). */
 export async function gunzipBuffer(raw: Buffer): Promise<Buffer> {
   try {
-    return await gunzipAsync(raw);
+    return raw.length <= SMALL_BODY ? gunzipSync(raw) : await gunzipAsync(raw);
   } catch (e) {
     throw classifyStreamError(e);
   }

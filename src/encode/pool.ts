@@ -93,8 +93,13 @@ function mergeDrift(a: Map<string, Set<string>>, b: Map<string, Set<string>>): M
   return a;
 }
 
+/** What an empty page encodes to: no encoder is made for it (most pages of a nightly incremental run are empty). */
+function emptyResult(setup: TaskSetup): PageResult {
+  return { tables: [], records: 0, ...(setup.keyField !== undefined ? { keys: [] } : {}) };
+}
+
 /** One page's work on the calling thread; failures reject the handle's promises, as a worker's do. */
-function encodeHere(encoder: PageEncoder, setup: TaskSetup, body: Buffer, gzip: boolean): PageHandle {
+function encodeHere(encoder: () => PageEncoder, setup: TaskSetup, body: Buffer, gzip: boolean): PageHandle {
   let parsed: ReturnType<typeof parsePage>;
   try {
     parsed = parsePage(body, gzip);
@@ -105,7 +110,7 @@ function encodeHere(encoder: PageEncoder, setup: TaskSetup, body: Buffer, gzip: 
   const info = { meta: parsed.meta, rows: parsed.rows.length, bytes: parsed.bytes };
   let result: Promise<PageResult>;
   try {
-    result = Promise.resolve(encodeParsed(encoder, parsed, setup.keyField));
+    result = Promise.resolve(parsed.rows.length === 0 ? emptyResult(setup) : encodeParsed(encoder(), parsed, setup.keyField));
   } catch (e) {
     result = observed(Promise.reject(e as Error));
   }
@@ -118,11 +123,12 @@ class InThread implements Encoding {
   readonly started = 0;
 
   openTask(setup: TaskSetup): TaskEncoding {
-    const encoder = encoderFor(setup);
+    let made: PageEncoder | undefined;
+    const encoder = () => (made ??= encoderFor(setup));
     return {
-      encodeRows: (rows) => encoder.encode(rows, setup.keyField),
+      encodeRows: (rows) => encoder().encode(rows, setup.keyField),
       submit: (body, gzip) => Promise.resolve(encodeHere(encoder, setup, body, gzip)),
-      close: () => Promise.resolve(encoder.drift()),
+      close: () => Promise.resolve(made?.drift() ?? new Map<string, Set<string>>()),
     };
   }
 
@@ -283,7 +289,7 @@ class WorkerPool implements Encoding {
       encodeRows: (rows) => local().encode(rows, setup.keyField),
       submit: async (body, gzip) => {
         if (closed) throw new Error('submit after close');
-        if (submitted++ === 0 && body.byteLength <= FIRST_PAGE_HERE_BYTES) return encodeHere(local(), setup, body, gzip);
+        if (submitted++ === 0 && body.byteLength <= FIRST_PAGE_HERE_BYTES) return encodeHere(local, setup, body, gzip);
         w ??= this.bind(task, setup);
         await this.slot();
         if (w.failure) {

@@ -141,7 +141,7 @@ export class Committer {
 
   /** The whole run as it stands, in memory (for the summary; the destination holds it in parts). */
   snapshot(o: { interrupted?: boolean } = {}): Manifest {
-    const failed = this.tasks.some((t) => t.status !== 'committed' || t.error !== undefined);
+    const failed = this.tasks.some((t) => (t.status !== 'committed' && t.status !== 'unchanged') || t.error !== undefined);
     return {
       ...this.header,
       status: o.interrupted ? 'interrupted' : failed ? 'partial' : 'ok',

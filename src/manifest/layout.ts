@@ -25,7 +25,7 @@ export const MANIFEST_DIR = '_manifests/';
 export const PART_LIMIT = 1_000_000;
 /** Documents above this size (old run manifests) are streamed instead of parsed whole. */
 const STREAM_ABOVE = 4 * PART_LIMIT;
-const RUN_ID = /^[0-9A-Za-z][0-9A-Za-z_.-]{0,127}$/;
+export const RUN_ID = /^[0-9A-Za-z][0-9A-Za-z_.-]{0,127}$/;
 
 export const runManifestPath = (runId: string): string => `${MANIFEST_DIR}${runId}.json`;
 export const partPath = (runId: string, n: number): string => `${MANIFEST_DIR}${runId}/part-${String(n).padStart(5, '0')}.json`;
@@ -210,6 +210,90 @@ export function docsToRead(run: RunDocs, manifest: ManifestDocument | DocHeader 
 export async function readHeader(src: ManifestSource, doc: ManifestDoc): Promise<DocHeader | RunManifest> {
   for await (const chunk of readDoc(src, doc, { batch: 1 })) return chunk.run ?? chunk.header;
   throw new ExportError('E_STATE', `manifest ${doc.path} is empty`);
+}
+
+/** Every run of the destination with its documents, in run order. */
+export async function listRuns(src: Pick<ManifestSource, 'list'>): Promise<RunDocs[]> {
+  return byRun(await listDocs(src));
+}
+
+/** One run's documents (listed under its own id only: `<run>-s1of2` is another run). */
+export async function runDocsOf(src: Pick<ManifestSource, 'list'>, runId: string): Promise<RunDocs> {
+  const docs = (await src.list(`${MANIFEST_DIR}${runId}`)).map(docOf).filter((d): d is ManifestDoc => d?.runId === runId);
+  return byRun(docs)[0] ?? { runId, parts: [] };
+}
+
+/** A run as one document: its header (absent without a run manifest) and every entry of it. */
+export interface WholeRun {
+  runId: string;
+  header?: DocHeader | RunManifest;
+  tasks: ManifestTask[];
+  deletions: Manifest['deletions'];
+  purged: NonNullable<Manifest['purged']>;
+}
+
+/**
+ * Reads a run whole (header and entries, part by part) into memory: for readers that look at a
+ * few recent runs (report, estimates, a webhook run's results), never at every run of a
+ * destination. Throws E_STATE on a document that cannot be read.
+ */
+export async function readRun(src: ManifestSource, run: RunDocs): Promise<WholeRun> {
+  const header = run.manifest ? await readHeader(src, run.manifest) : undefined;
+  const out: WholeRun = { runId: run.runId, header, tasks: [], deletions: [], purged: [...(header?.purged ?? [])] };
+  for (const doc of docsToRead(run, header)) {
+    for await (const chunk of readDoc(src, doc)) {
+      out.tasks.push(...chunk.tasks);
+      out.deletions.push(...chunk.deletions);
+      if (doc !== run.manifest) out.purged.push(...chunk.purged);
+    }
+  }
+  return out;
+}
+
+/** What rewriting documents needs of a destination. */
+export interface ManifestStore extends ManifestSource {
+  writeAtomic(relPath: string, data: string | Buffer): Promise<void>;
+}
+
+/**
+ * Removes deletion records from the documents that hold them (parts, and old run manifests; a
+ * version 2 run manifest holds none), each rewritten atomically on one line, only when one of
+ * its records goes: a purge's redaction of ids written under a weaker policy or of a school
+ * whose access was revoked. Task entries stay (they name files, not people). `docs` chooses
+ * which documents are looked at. Returns the documents rewritten and those that could not be
+ * read (left as they are).
+ */
+export async function redactDeletions(
+  store: ManifestStore,
+  drop: (runId: string, d: Manifest['deletions'][number]) => boolean,
+  o: { docs?: (d: ManifestDoc) => boolean; concurrency?: number } = {},
+): Promise<{ redacted: string[]; unreadable: string[] }> {
+  const docs = (await listDocs(store)).filter((d) => o.docs?.(d) ?? true);
+  const redacted: string[] = [];
+  const unreadable: string[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < docs.length) {
+      const doc = docs[next++]!;
+      const buf = await store.read(doc.path);
+      if (!buf) continue; // a run removed its parts meanwhile
+      let m: { deletions?: unknown; run_id?: unknown };
+      try {
+        m = JSON.parse(buf.toString('utf8')) as typeof m;
+      } catch {
+        unreadable.push(doc.path);
+        continue;
+      }
+      if (!Array.isArray(m.deletions)) continue;
+      const all = m.deletions as Manifest['deletions'];
+      const kept = all.filter((d) => !drop(String(m.run_id), d));
+      if (kept.length === all.length) continue;
+      await store.writeAtomic(doc.path, JSON.stringify({ ...m, deletions: kept }) + '\n');
+      redacted.push(doc.path);
+    }
+  };
+  await Promise.all(Array.from({ length: o.concurrency ?? 8 }, worker));
+  return { redacted: redacted.sort(), unreadable: unreadable.sort() };
 }
 
 /**

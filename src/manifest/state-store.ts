@@ -31,8 +31,16 @@ export async function readState(sink: Sink, region: string, schoolId: string): P
   }
 }
 
-export async function writeState(sink: Sink, state: SchoolState): Promise<void> {
-  await sink.writeAtomic(statePath(state.region, state.school_id), JSON.stringify(state, null, 2) + '\n');
+/**
+ * One line of JSON: a run at thousands of schools writes thousands of these (`jq .` shows them
+ * indented). The file's bytes are always fsynced before its rename (never a torn state).
+ * `nameDurable: false` leaves out the directory fsync after it: the manifest part the state
+ * depends on is durable already, and if a crash loses the rename the previous state stays, so
+ * the next run only reads those rows again (docs/scale.md). A caller about to remove what the
+ * previous state refers to (a superseded id list) must keep it.
+ */
+export async function writeState(sink: Sink, state: SchoolState, o: { nameDurable?: boolean } = {}): Promise<void> {
+  await sink.writeAtomic(statePath(state.region, state.school_id), JSON.stringify(state) + '\n', o);
 }
 
 /**

@@ -62,6 +62,12 @@ export interface CommittedRead {
   scopeMasked: string[];
   /** Fingerprint of the personal-data policy the rows were written with ('keep' or absent: as read). */
   personalData?: string;
+  /**
+   * The content the resource holds now (ResourceState.content): a full read in one piece sets it
+   * (its own, or the one it found unchanged), null drops it (the content changed otherwise: an
+   * incremental read wrote rows, a read in pieces), undefined keeps it (nothing was written).
+   */
+  content?: ResourceState['content'] | null;
 }
 
 export function promoteResource(prev: ResourceState | undefined, read: CommittedRead): ResourceState {
@@ -76,14 +82,26 @@ export function promoteResource(prev: ResourceState | undefined, read: Committed
   if (seq !== undefined) next.applied_force_full_seq = seq;
   if (read.scopeMasked.length) next.scope_masked = [...read.scopeMasked].sort();
   if (read.personalData && read.personalData !== 'keep') next.personal_data = read.personalData;
+  const content = read.content === undefined ? prev?.content : read.content;
+  if (content) next.content = content;
   return next;
 }
 
 const NOTHING_YET: ResourceState = { watermark: null, last_run_id: null, last_full_at: null };
 
-/** A checkpoint keeps the committed watermark as it was and records where the read stands. */
+/**
+ * A checkpoint keeps the committed watermark as it was and records where the read stands. Its
+ * piece is loaded at once, so the content is no longer the one last hashed.
+ */
 export function checkpointResource(prev: ResourceState | undefined, checkpoint: NonNullable<ResourceState['checkpoint']>): ResourceState {
-  return { ...NOTHING_YET, ...prev, checkpoint };
+  const { content: _changed, ...rest } = prev ?? NOTHING_YET;
+  return { ...NOTHING_YET, ...rest, checkpoint };
+}
+
+/** Deletion records from the API named rows of this resource: its content changed behind the hash. */
+export function contentChanged(prev: ResourceState): ResourceState {
+  const { content: _changed, ...rest } = prev;
+  return rest;
 }
 
 /** A read that must start again from page 1 (its cursor was refused, or a migration changed ids). */

@@ -30,12 +30,14 @@ export interface ManifestTask {
    * committed: files durable and listed (loaders apply them). failed: error, no files, state untouched.
    * skipped: not attempted (school inactive, domain not allowed, revoked). interrupted: the run was
    * stopped (SIGINT/SIGTERM) while the task ran; not_started: stopped before the task began.
-   * unchanged: a full read whose content equals the last committed version (no file written;
-   * `content_sha256`, `read_at`, `unchanged_since`): loaders record it as applied and change
-   * nothing (still a full snapshot: nothing was deleted). compacted: written by `compact`, not a
-   * read: `files` holds one file that replaces the files `compaction` names (docs/manifest.md).
+   * unchanged: a full read whose content equals the last committed version for this school and
+   * resource (`content_sha256`): no file was written (`files: []`, `rows: {}`); it is still a full
+   * snapshot as of `read_at` (nothing was deleted), and the files of run `unchanged_since` hold
+   * its rows. Loaders apply it as a no-op for the current state; the state advanced as for a
+   * committed full read. compacted: written by `compact`, not a read: `files` holds one file that
+   * replaces the files `compaction` names (docs/manifest.md).
    */
-  status: 'committed' | 'failed' | 'skipped' | 'interrupted' | 'not_started' | 'unchanged' | 'compacted';
+  status: 'committed' | 'unchanged' | 'failed' | 'skipped' | 'interrupted' | 'not_started' | 'compacted';
   /** full: every row of the resource for this school was read (a snapshot: rows of this (school, table)
    * not in it are gone upstream); incremental: only rows with updated_at after `updated_after`. */
   mode: 'full' | 'incremental';
@@ -59,11 +61,14 @@ export interface ManifestTask {
    * the same row version (same key and updated_at).
    */
   scope_masked?: Record<string, string[]>;
-  /** Columns guarded by a property scope in this task (table -> columns), masked or not: the
-   * warehouse never lets a null replace a non-null value of the same row version in them. */
+  /** Columns guarded by a property scope in this task (table -> columns), configured or declared, whether or not masked. */
   scope_guarded?: Record<string, string[]>;
-  /** status 'unchanged': the content's hash, when the read began (server time, ISO UTC) and the
-   * run whose files hold this content. */
+  /**
+   * Full reads read as one piece: the SHA-256 of their content (every row as written, minus
+   * `_run_id` and `_extracted_at`, under the run's format, format options and personal-data
+   * policy; docs/scale.md). On `unchanged` tasks, with `read_at` (server time the read began,
+   * ISO 8601 UTC) and `unchanged_since` (the run whose files hold this content).
+   */
   content_sha256?: string;
   read_at?: string;
   unchanged_since?: string;
@@ -95,6 +100,27 @@ export interface PersonalDataRecord {
   columns?: Record<string, 'keep' | 'pseudonymise' | 'drop'>;
   /** A fingerprint of the pseudonymisation key (never the key): files with different ones do not join. */
   key_id?: string;
+  /**
+   * Final run manifest only: each policy entry with the columns ("table.column") it decided in this
+   * run's rows: `classes` per class (`unsure`: fields no rule names, given the strictest action),
+   * `columns` per override (an override that matched nothing lists none).
+   */
+  matched?: { classes: Record<string, string[]>; columns: Record<string, string[]> };
+  /** The run changed the destination's policy (stricter, or accepted with --personal-data-change). */
+  change?: PolicyChangeRecord;
+}
+
+/** Who changed a destination's personal-data policy, from what, and each difference. */
+export interface PolicyChangeRecord {
+  /** stricter: accepted and announced; accepted: weaker or another key, accepted with --personal-data-change. */
+  kind: 'stricter' | 'accepted';
+  /** SCHOOL_EXPORT_CHANGED_BY, else user@host of the process. */
+  by: string;
+  at: string;
+  /** The policy the destination held before (as its record had it). */
+  from: PersonalDataRecord;
+  /** One line per difference: "free_text: keep -> drop (stricter)". */
+  differences: string[];
 }
 
 export interface Manifest {
@@ -123,7 +149,20 @@ export interface Manifest {
     detected_by: 'api' | 'snapshot';
   }[];
   /** Schools whose exported data was purged in this run (access revoked with --purge-on-revoke). */
-  purged?: { school_id: string; region: string; reason: string; files_removed: number }[];
+  purged?: {
+    school_id: string;
+    region: string;
+    reason: string;
+    files_removed: number;
+    /**
+     * Set when the purge removed only what runs before this one wrote (the files written under a
+     * weaker personal-data policy, once replaced): loaders drop the school's rows staged from
+     * runs before `before_run` (instead of before this manifest's run) and skip those runs' tasks.
+     */
+    before_run?: string;
+  }[];
+  /** The run changed the destination's format (accepted with --format-change). */
+  format_change?: { from: FormatName; to: FormatName; by: string; at: string };
 }
 
 /** What a run manifest says of the run as a whole; bounded whatever the number of tasks. */
@@ -179,6 +218,20 @@ export interface ResourceState {
   /** Fingerprint of the personal-data policy and key the rows were written with (absent: kept as
    * read). A run with another one reads the resource again in full (docs/personal-data.md). */
   personal_data?: string;
+  /**
+   * Set when this resource was read again in full under a stricter personal-data policy (or
+   * another key) by the read whose snapshot is this run id: the school's files of runs before it
+   * are deleted (and the deletion recorded as a purge) once every resource of the school has been
+   * read again. Cleared by that purge (docs/personal-data.md).
+   */
+  purge_before?: string;
+  /**
+   * The content of the last full read that was committed in one piece, while nothing written
+   * since changed it (an incremental read that wrote rows, a checkpoint, or API deletion records
+   * of this table drop it): its SHA-256 (ManifestTask.content_sha256) and the run whose files hold
+   * it. A full read with the same hash writes no file (status `unchanged`).
+   */
+  content?: { sha256: string; run_id: string };
   /**
    * A full read in progress, committed up to a checkpoint: the next run resumes from `next_url`
    * instead of page 1. Cleared when the read completes.

@@ -1,16 +1,16 @@
-import { existsSync } from 'node:fs';
 import type { RunConfig } from '../config/resolve.ts';
 import { ConfigError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import { statePath } from '../manifest/state-store.ts';
 import { tableSchemas } from '../resources/index.ts';
-import { openSink, parseDest } from '../sink/index.ts';
-import type { Sink } from '../sink/types.ts';
 import { ApiClient } from '../source/client.ts';
 import { readsInWindows } from './windows.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun } from './run-plan.ts';
+import { openForReading } from './dest-reader.ts';
+import { destinationGuard } from './run-privacy.ts';
+import { DESTINATION_RECORD } from '../privacy/destination.ts';
 
 /** One line of the plan: what a task would read and where it would write. */
 export interface PlannedTask {
@@ -48,6 +48,11 @@ export async function planExport(cfg: RunConfig, deps: { token: string; now?: ()
   const now = (deps.now ?? (() => new Date()))();
   const runId = newRunId(now, cfg.shard);
   const sink = await openForReading(cfg);
+  // the destination's policy and format, as the run would check them: a refusal is the run's (exit 2)
+  const guard = await destinationGuard(cfg, sink, runId, now).catch(async (e: unknown) => {
+    await sink.close();
+    throw e;
+  });
   const client = new ApiClient({
     apiUrl: cfg.source.apiUrl,
     token: deps.token,
@@ -83,42 +88,18 @@ export async function planExport(cfg: RunConfig, deps: { token: string; now?: ()
       })),
       skipped: plan.skipped.map((s) => ({ school_id: s.school_id, code: s.error?.code ?? '', reason: s.error?.message ?? '' })),
       deactivated: plan.deactivated,
-      notes: [...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : [])],
+      notes: [...guard.result.notes, ...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : [])],
       writes: [
         `_manifests/${runId}/part-NNNNN.json`,
         `_manifests/${runId}.json`,
         `_state/_locks/run${cfg.shard.count > 1 ? `-s${cfg.shard.index}of${cfg.shard.count}` : ''}.json`,
+        ...(guard.result.changed ? [DESTINATION_RECORD] : []),
       ],
     };
   } finally {
     await client.close();
     await sink.close();
   }
-}
-
-async function openForReading(cfg: RunConfig): Promise<Sink> {
-  const dest = parseDest(cfg.dest);
-  if (dest.kind === 'local' && !existsSync(dest.dir)) return emptyDestination(`file://${dest.dir}`);
-  return openSink(cfg.dest, { s3: { ...cfg.s3 }, readOnly: true });
-}
-
-/** A destination nothing was written to yet: every read finds nothing. */
-function emptyDestination(url: string): Sink {
-  const refuse = (): never => {
-    throw new ConfigError('a dry run writes nothing');
-  };
-  return {
-    url,
-    read: async () => undefined,
-    list: async () => [],
-    listTemp: async () => [],
-    openFile: refuse,
-    writeAtomic: refuse,
-    createExclusive: refuse,
-    remove: refuse,
-    sweepTemp: refuse,
-    close: async () => undefined,
-  };
 }
 
 /** The plan as a person reads it. */

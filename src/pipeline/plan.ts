@@ -105,6 +105,7 @@ export function planTask(
     scopeMasked: o.scopeMasked,
     previousWatermark: forced || o.settings.fullRefresh ? null : (prev?.watermark ?? null),
     windows: o.settings.windows,
+    ...(prev?.content && !o.settings.fullRefresh ? { lastContent: prev.content } : {}),
   };
   const resume = prev?.checkpoint;
   if (resume && resumable(resume, o, directed)) {

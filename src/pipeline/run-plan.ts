@@ -10,8 +10,8 @@ import type { Sink } from '../sink/types.ts';
 import type { ApiClient } from '../source/client.ts';
 import { discoverSchools, planTask, type PlanSettings } from './plan.ts';
 import type { Reporter } from './progress.ts';
-import { PROPERTY_SCOPES } from '../resources/scopes.ts';
 import { PERMISSIONS_PATH, probeSchool, type SchoolProbe } from './school-probe.ts';
+import { ScopeKnowledge } from './scope-knowledge.ts';
 import type { SchoolRef, TaskPlan } from './task.ts';
 
 /** Everything a run will do, decided before any data request: what --dry-run prints. */
@@ -52,12 +52,26 @@ export async function planRun(
     ...(o.personalData ? { personalData: o.personalData } : {}),
   };
   // State and directive reads and the probe are independent per school (S3 GETs, one request).
+  // Scope masks are decided once every school's permissions were read: one school's list names
+  // the permissions another's lacks.
+  const scopes = await ScopeKnowledge.load(io.sink, resources, cfg.propertyScopes);
   const limit = pLimit(Math.max(16, 2 * cfg.concurrency));
+  const finish: (() => void)[] = [];
   await Promise.all(
     discovered.schools.map((school) =>
-      limit(() => planSchool(school, resources, { ...io, plan, settings, now: o.now, probe: o.probe ?? true })),
+      limit(async () => {
+        const done = await planSchool(school, resources, { ...io, plan, settings, now: o.now, probe: o.probe ?? true, scopes });
+        if (done) finish.push(done);
+      }),
     ),
   );
+  for (const done of finish) done();
+  const undetermined = scopes.undeterminedNote();
+  if (undetermined) {
+    plan.notes.push(undetermined);
+    io.reporter.emit({ event: 'scope_undetermined', properties: scopes.undeterminedProperties(), message: undetermined });
+  }
+  if (o.probe ?? true) await scopes.save(io.sink).catch(() => undefined); // a memory: the next run relearns it
   plan.tasks.sort((a, b) => a.school.id.localeCompare(b.school.id, 'en', { numeric: true }));
   if (discovered.schools.length === 0) plan.nothingToDo = nothingMessage(cfg, discovered.problems.length);
   return plan;
@@ -70,18 +84,20 @@ function nothingMessage(cfg: RunConfig, problems: number): string {
   return `no school has approved access for this token${shard}: nothing was exported`;
 }
 
+/** Reads what the school's plan needs; returns how to finish it once every school was probed (undefined: skipped). */
 async function planSchool(
   discovered: SchoolRef,
   resources: ResourceSpec[],
-  o: PlanIo & { plan: RunPlan; settings: PlanSettings; now: Date; probe: boolean },
-): Promise<void> {
+  o: PlanIo & { plan: RunPlan; settings: PlanSettings; now: Date; probe: boolean; scopes: ScopeKnowledge },
+): Promise<(() => void) | undefined> {
   let school = discovered;
   let state: SchoolState;
   let directive: SchoolDirective | undefined;
   try {
     [state, directive] = await Promise.all([readState(o.sink, school.region, school.id), readDirective(o.sink, school.id)]);
   } catch (e) {
-    return skipSchool(o.plan, o.reporter, school, asExportError(e, 'E_STATE', { school: school.id }), 'failed');
+    skipSchool(o.plan, o.reporter, school, asExportError(e, 'E_STATE', { school: school.id }), 'failed');
+    return;
   }
   if (directive?.deactivated) {
     o.plan.deactivated.push(school.id);
@@ -97,17 +113,35 @@ async function planSchool(
     resources.map((spec) =>
       planTask(school, spec, state, { directive, settings: o.settings, now: o.now, scopeMasked: masksOf(spec, masked) }),
     );
-  let probe = lastKnown(state, resources);
-  let tasks = planAll(probe.masked);
-  if (o.probe && needsProbe(tasks)) {
-    probe = await probeSchool(o.client, school, resources);
-    if (probe.inactive) return skipSchool(o.plan, o.reporter, school, probe.inactive);
-    tasks = planAll(probe.masked);
-    for (const t of tasks) if (t.spec.path === PERMISSIONS_PATH && probe.permissions) t.prefetched = probe.permissions;
+  const last = lastKnown(state, resources);
+  const tasks = planAll(last.masked);
+  if (!(o.probe && needsProbe(tasks, o.scopes))) return () => finishSchool(o, school, tasks, last.masked);
+  const probe = await probeSchool(o.client, school, resources);
+  if (probe.inactive) {
+    skipSchool(o.plan, o.reporter, school, probe.inactive);
+    return;
   }
-  if (probe.masked.length) {
-    o.plan.scopeMasked[school.id] = probe.masked;
-    o.reporter.emit({ event: 'scope_masked', school_id: school.id, columns: probe.masked });
+  if (probe.permissions) o.scopes.learn(probe.permissions.body);
+  const granted = ScopeKnowledge.granted(probe.permissions?.body);
+  // the body is kept until every school is planned only when the school_permissions task reuses it
+  const prefetched = tasks.some((t) => t.spec.path === PERMISSIONS_PATH) ? probe.permissions : undefined;
+  return () => {
+    const masked = o.scopes.decide(granted);
+    const decided = planAll(masked);
+    for (const t of decided) if (t.spec.path === PERMISSIONS_PATH && prefetched) t.prefetched = prefetched;
+    finishSchool(o, school, decided, masked);
+  };
+}
+
+/** Once every school's permissions were read: the school's tasks, what they guard, and its masked columns said. */
+function finishSchool(o: PlanIo & { plan: RunPlan; scopes: ScopeKnowledge }, school: SchoolRef, tasks: TaskPlan[], masked: string[]): void {
+  for (const t of tasks) {
+    const guarded = o.scopes.guardedOf(t.spec);
+    if (guarded.length) t.scopeGuarded = guarded;
+  }
+  if (masked.length) {
+    o.plan.scopeMasked[school.id] = masked;
+    o.reporter.emit({ event: 'scope_masked', school_id: school.id, columns: masked });
   }
   o.plan.tasks.push(...tasks);
 }
@@ -116,12 +150,12 @@ async function planSchool(
  * The permissions are read before the school's tasks (one request, which also finds an inactive
  * school once instead of in every task) when they are exported anyway (the request is reused), or
  * when a resource with scope-guarded properties is read in full, or was masked last time (has the
- * scope come back?). Other incremental reads use what the last read found: no extra request.
+ * scope come back?), or has a guarded property whose permission is not known yet (the lists may
+ * name it). Other incremental reads use what the last read found: no extra request.
  */
-function needsProbe(tasks: TaskPlan[]): boolean {
-  return tasks.some(
-    (t) => t.spec.path === PERMISSIONS_PATH || (PROPERTY_SCOPES[t.spec.name] && (t.mode === 'full' || t.scopeMasked.length > 0)),
-  );
+function needsProbe(tasks: TaskPlan[], scopes: ScopeKnowledge): boolean {
+  const guardedRead = (t: TaskPlan) => t.mode === 'full' || t.scopeMasked.length > 0 || scopes.unknownIn(t.spec);
+  return tasks.some((t) => t.spec.path === PERMISSIONS_PATH || (scopes.guards(t.spec) && guardedRead(t)));
 }
 
 function lastKnown(state: SchoolState, resources: ResourceSpec[]): SchoolProbe {

@@ -3,10 +3,12 @@ import pLimit from 'p-limit';
 import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { Committer } from '../manifest/committer.ts';
+import { StateBook } from '../manifest/state-book.ts';
 import { acquireLease, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { openSink } from '../sink/index.ts';
+import { Housekeeping } from '../sink/housekeeping.ts';
 import type { Sink } from '../sink/types.ts';
 import { ApiClient } from '../source/client.ts';
 import type { Clock } from '../source/retry.ts';
@@ -16,11 +18,12 @@ import { markRunEnded, markRunStarted, sweepLeftovers } from './leftovers.ts';
 import { heldSchools, holdsUnapproved, reconcileRevocations } from './reconcile.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
-import { createReporter, type Reporter } from './progress.ts';
+import { createReporter, tallied, type Reporter } from './progress.ts';
 import { summarise, type RunSummary } from './summary.ts';
 import { admitPiece, commitPiece } from './task-commit.ts';
 import { runTask, type TaskEnv, type TaskPlan } from './task.ts';
 import { createPersonalData, type PersonalData } from '../privacy/personal-data.ts';
+import { checkBeforeWriting, destinationGuard, finishPersonalData, type RunPrivacy, startPersonalData } from './run-privacy.ts';
 
 export interface RunDeps {
   /** The access token (the command line resolves it from --token-file or SCHOOL_API_TOKEN). */
@@ -42,6 +45,8 @@ interface RunIo {
   reporter: Reporter;
   /** Where pages' CPU work runs (worker threads, or this thread with --workers 0). */
   encoding: Encoding;
+  /** Sweeps skipped or failed: said in the summary's notes. */
+  housekeeping?: Housekeeping;
 }
 
 /** One run's identity and bookkeeping, shared by its tasks. */
@@ -59,6 +64,10 @@ interface RunContext {
   inactive: Map<string, ExportError>;
   /** The personal-data policy every task applies (compiled per table once per run). */
   personalData: PersonalData;
+  /** The destination's policy and format as this run keeps them, and the purge of what a tightening replaced. */
+  privacy: RunPrivacy;
+  /** The schools' state and directives, batched per school while it has tasks in flight. */
+  states: StateBook;
 }
 
 /**
@@ -70,7 +79,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   if (cfg.source.kind !== 'api')
     throw new ConfigError('the sandbox source is started by the command line (school-export run); pass an API source here');
   selectResources(cfg.resources, cfg.customResources); // a bad name stops the run before any request or write
-  const reporter = deps.reporter ?? createReporter(cfg.progress, { level: cfg.logLevel });
+  const reporter = tallied(deps.reporter ?? createReporter(cfg.progress, { level: cfg.logLevel }));
   const requests = { count: 0 };
   const startedAt = (deps.now ?? (() => new Date()))();
   const runId = newRunId(startedAt, cfg.shard);
@@ -78,17 +87,29 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   let sink: Sink | undefined;
   const encoding = createEncoding({ workers: cfg.workers ?? defaultWorkers() });
   let lease: Lease | undefined;
+  // Sweeps the store refuses (or that fail) are one warning each, never the run's failure.
+  const housekeeping = new Housekeeping((w) =>
+    reporter.emit({ event: 'housekeeping_skipped', operation: w.operation ?? w.what, permission: w.permission, message: w.message }),
+  );
   try {
-    sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId });
+    // the destination's policy and format, checked before anything is written (even the probe of
+    // a new destination) or requested ...
+    await checkBeforeWriting(cfg, runId, startedAt);
+    sink = await openSink(cfg.dest, { s3: { ...cfg.s3 }, owner: runId, housekeeping });
     lease = await acquireLease(sink, {
       runId,
       shard: cfg.shard,
       waitSeconds: cfg.waitForLockSeconds,
       ...(deps.signal ? { signal: deps.signal } : {}),
       onWait: (holder) => reporter.emit({ event: 'lease_wait', holder }),
+      lock: cfg.lock,
+      housekeeping,
     });
+    // ... and again under the lease: the run it waited for may have changed them
+    const guard = await destinationGuard(cfg, sink, runId, startedAt);
     await markRunStarted(sink, runId);
-    await sweepLeftovers(sink);
+    const swept = sink;
+    await housekeeping.bestEffort('removing what killed runs left behind', () => sweepLeftovers(swept));
     client = new ApiClient({
       apiUrl: cfg.source.apiUrl,
       token: deps.token,
@@ -103,7 +124,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter, encoding }, { ...deps, runId, startedAt }, requests);
+    return await execute(cfg, { client, sink, reporter, encoding, housekeeping }, { ...deps, runId, startedAt, guard }, requests);
   } finally {
     reporter.close();
     await encoding.close();
@@ -114,7 +135,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   }
 }
 
-type StartedDeps = RunDeps & { runId: string; startedAt: Date };
+type StartedDeps = RunDeps & { runId: string; startedAt: Date; guard: Awaited<ReturnType<typeof destinationGuard>> };
 
 async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
@@ -127,7 +148,15 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
     personalData: run.personalData.fingerprint,
     reconcile: (approved) => reconcile(cfg, io, run, held, approved),
   });
+  // recorded before any task can commit a file under this run's policy and format (after discovery:
+  // a run stopped by a bad token leaves no record of a policy nothing was written under)
+  await deps.guard.record();
   for (const t of plan.skipped) run.committer.record(t);
+  void io.reporter.planned?.({
+    sink: io.sink,
+    runId: run.runId,
+    tasks: plan.tasks.map((t) => ({ ...idsOf(t), mode: t.mode, watermark: t.previousWatermark })),
+  });
   io.reporter.emit({
     event: 'run_start',
     run_id: run.runId,
@@ -137,7 +166,9 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
     tasks: plan.tasks.length,
   });
   const limit = pLimit(cfg.concurrency);
-  await Promise.all(plan.tasks.map((t) => limit(() => runOne(cfg, io, run, t))));
+  // a school's state stays in memory from its first task's commit to its last task's end
+  for (const t of plan.tasks) run.states.hold(t.school.id);
+  await Promise.all(plan.tasks.map((t) => limit(() => runOne(cfg, io, run, t).finally(() => run.states.release(t.school.id)))));
   return finishRun(io, run, plan);
 }
 
@@ -146,6 +177,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
   const seqs = new Map<string, number>();
   const clock = deps.clock ?? (() => performance.now());
   const personalData = createPersonalData(cfg.personalData.policy, cfg.personalData.key);
+  const privacy = startPersonalData(cfg, io.sink, { runId, personalData, guard: deps.guard.result });
   const header: ConstructorParameters<typeof Committer>[1] = {
     version: 1,
     run_id: runId,
@@ -153,8 +185,10 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     format: cfg.format,
     format_options: { ...cfg.formatOptions },
     ...(cfg.shard.count > 1 ? { shard: cfg.shard } : {}),
-    personal_data: personalData.record,
+    personal_data: privacy.manifestRecord,
+    ...(deps.guard.result.formatChange ? { format_change: deps.guard.result.formatChange } : {}),
   };
+  privacy.header = header;
   return {
     runId,
     startedAt,
@@ -171,6 +205,8 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     signal: deps.signal,
     inactive: new Map(),
     personalData,
+    privacy,
+    states: new StateBook(io.sink),
   };
 }
 
@@ -223,6 +259,7 @@ async function runOne(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan
       rows: result.rows,
       files: result.files,
       resumed: result.resumed,
+      ...(result.unchanged ? { unchanged: true } : {}),
       ms: Math.round(run.clock() - t0),
     });
   } catch (e) {
@@ -264,14 +301,23 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan): Ta
     limits: { maxRows: cfg.maxFileRows, maxBytes: cfg.maxFileBytes },
     nextSeq: run.nextSeq,
     checkpoints: new CheckpointPolicy(cfg.checkpointPages, cfg.checkpointSeconds * 1000, run.clock),
-    admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name }),
-    commit: (piece) => commitPiece({ sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name }, piece),
+    admit: () => admitPiece({ sink: io.sink, school: plan.school, resource: plan.spec.name, states: run.states }),
+    commit: async (piece) => {
+      await commitPiece(
+        { sink: io.sink, committer: run.committer, school: plan.school, resource: plan.spec.name, states: run.states },
+        run.privacy.tightening.watch(plan.school, piece),
+      );
+      io.reporter.emit({ event: 'task_committed', ...ids, rows_written: rowsOf(piece.task), files: piece.task.files.length });
+    },
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
     signal: run.signal,
     personalData: run.personalData,
   };
 }
+
+const idsOf = (plan: TaskPlan) => ({ school_id: plan.school.id, resource: plan.spec.name });
+const rowsOf = (t: ManifestTask) => Object.values(t.rows).reduce((a, b) => a + b, 0);
 
 /** An interrupt is E_ABORTED whatever the stream or socket made of it. */
 function classifyTaskError(e: unknown, signal: AbortSignal | undefined, ctx: { school: string; resource: string }): ExportError {
@@ -300,6 +346,8 @@ function endedTask(plan: TaskPlan, status: ManifestTask['status'], err: ExportEr
 
 async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<RunSummary> {
   const interrupted = run.signal?.aborted === true;
+  // the purge of files a tightening replaced, and each policy entry's columns for the manifest
+  const pd = await finishPersonalData(run.privacy, run.committer, { interrupted });
   let manifest: Manifest;
   let manifestError: string | undefined;
   try {
@@ -315,8 +363,16 @@ async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<Run
     durationMs: run.clock() - run.began,
     dest: io.sink.url,
     requests: run.requests.count,
-    notes: [...plan.notes, ...(plan.nothingToDo ? [plan.nothingToDo] : []), ...(manifestError ? [manifestError] : [])],
-    failRun: manifestError !== undefined || plan.nothingToDo !== undefined,
+    tally: io.reporter.tally,
+    notes: [
+      ...plan.notes,
+      ...pd.notes,
+      ...(io.housekeeping?.warnings().map((w) => w.message) ?? []),
+      ...(plan.nothingToDo ? [plan.nothingToDo] : []),
+      ...(manifestError ? [manifestError] : []),
+    ],
+    failRun: manifestError !== undefined || plan.nothingToDo !== undefined || pd.failed,
+    ...(await pd.summary(manifest)),
   });
   io.reporter.emit({ event: 'run_done', run_id: run.runId, status: summary.status, ms: Math.round(summary.durationMs) });
   return summary;

@@ -1,6 +1,9 @@
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
 import { formatElapsed } from './progress.ts';
 import { describePolicy } from '../privacy/policy.ts';
+import { fieldLines, matchLines, type FieldAction } from '../privacy/report.ts';
+import { failureLines } from './summary-failures.ts';
+import { taskKey, type RunTally } from './run-tally.ts';
 
 export interface TableTotals {
   rows: number;
@@ -27,15 +30,41 @@ export interface RunSummary {
     not_started: number;
     resumed: number;
     checkpoints: number;
+    /** Of the committed: full reads whose content was unchanged (no file written). */
+    unchanged: number;
   };
-  /** Every task that did not finish, once, with why. */
+  /** Every task that did not finish, once, with why (the rendered summary groups them; this keeps every one). */
   failures: { school_id: string; resource: string; status: Unfinished; code: string; message: string }[];
+  /** Unfinished tasks with checkpoint pieces committed: the next run resumes them from there. */
+  resumable: number;
+  /**
+   * How far behind the source the furthest task of this run is when it ends, in seconds: its new
+   * watermark if it committed, else the one it had before (null: no watermark known).
+   */
+  maxLagSeconds: number | null;
+  /** Undeclared fields per table (schema drift), tables of included people apart. */
   drift: Record<string, string[]>;
+  /** Fields of included people (not in the API contract, classified by name), per table. */
+  includeFields?: Record<string, string[]>;
+  /** What the personal-data policy did to each undeclared field (drift and include fields). */
+  fieldActions?: Record<string, Record<string, FieldAction>>;
   deletions: number;
   deactivated: string[];
   /** school -> "table.column" values exported as null for lack of scope. */
   scopeMasked: Record<string, string[]>;
-  throughput: { rowsPerSecond: number; megabytesPerSecond: number; requests: number };
+  /**
+   * recordsRead: API records this run read (what was read counts, committed or not: after an
+   * interrupt too); rowsWritten: table rows in the files it committed (child tables included).
+   * rowsPerSecond is rowsWritten per second, recordsPerSecond recordsRead per second.
+   */
+  throughput: {
+    rowsPerSecond: number;
+    megabytesPerSecond: number;
+    requests: number;
+    recordsRead: number;
+    recordsPerSecond: number;
+    rowsWritten: number;
+  };
   notes: string[];
   personalData?: Manifest['personal_data'];
 }
@@ -46,21 +75,30 @@ export interface SummaryInputs {
   durationMs: number;
   dest: string;
   requests: number;
+  /** Records read and the tasks' watermarks before the run, from the run's events (absent: none counted). */
+  tally?: Pick<RunTally, 'recordsRead' | 'previous'>;
   notes: string[];
   /** The run failed as a whole (nothing to export, the manifest could not be written). */
   failRun: boolean;
+  /** Child tables of includes: their undeclared fields are reported as include fields, not drift. */
+  includeTables?: readonly string[];
+  fieldActions?: Record<string, Record<string, FieldAction>>;
 }
 
 export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
   const tables: Record<string, TableTotals> = {};
   const drift: Record<string, Set<string>> = {};
-  const tasks = { committed: 0, failed: 0, skipped: 0, interrupted: 0, not_started: 0, resumed: 0, checkpoints: 0 };
+  const tasks = { committed: 0, failed: 0, skipped: 0, interrupted: 0, not_started: 0, resumed: 0, checkpoints: 0, unchanged: 0 };
   const failures: RunSummary['failures'] = [];
+  let resumable = 0;
   for (const group of byTask(m.tasks)) {
     const outcome = taskOutcome(group);
-    if (outcome.status === 'committed') tasks.committed += 1;
-    else {
+    if (outcome.status === 'committed') {
+      tasks.committed += 1;
+      if (group.some((t) => t.status === 'unchanged')) tasks.unchanged += 1;
+    } else {
       tasks[outcome.status] += 1;
+      if (outcome.resumes) resumable += 1;
       failures.push({
         school_id: group[0]!.school_id,
         resource: group[0]!.resource,
@@ -86,7 +124,10 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
     tables,
     tasks,
     failures,
-    drift: Object.fromEntries(Object.entries(drift).map(([k, v]) => [k, [...v].sort()])),
+    resumable,
+    maxLagSeconds: maxLag(m, o.tally?.previous),
+    ...splitDrift(drift, o.includeTables ?? []),
+    ...(o.fieldActions ? { fieldActions: o.fieldActions } : {}),
     deletions: m.deletions.length,
     deactivated: o.deactivated,
     scopeMasked: o.scopeMasked,
@@ -94,10 +135,36 @@ export function summarise(m: Manifest, o: SummaryInputs): RunSummary {
       rowsPerSecond: Math.round(rows / seconds),
       megabytesPerSecond: +(bytes / 2 ** 20 / seconds).toFixed(2),
       requests: o.requests,
+      recordsRead: o.tally?.recordsRead ?? 0,
+      recordsPerSecond: Math.round((o.tally?.recordsRead ?? 0) / seconds),
+      rowsWritten: rows,
     },
     notes: o.notes,
     ...(m.personal_data ? { personalData: m.personal_data } : {}),
   };
+}
+
+/** Schema drift, and the fields of included people apart (they are not part of the API contract at all). */
+function splitDrift(drift: Record<string, Set<string>>, includeTables: readonly string[]): Pick<RunSummary, 'drift' | 'includeFields'> {
+  const out: Pick<RunSummary, 'drift' | 'includeFields'> = { drift: {} };
+  for (const [table, fields] of Object.entries(drift)) {
+    if (includeTables.includes(table)) (out.includeFields ??= {})[table] = [...fields].sort();
+    else out.drift[table] = [...fields].sort();
+  }
+  return out;
+}
+
+/** now (the run's end) − the oldest watermark among its tasks: the new one where committed, else the previous. */
+function maxLag(m: Manifest, previous: ReadonlyMap<string, string | null> | undefined): number | null {
+  const end = Date.parse(m.finished_at);
+  let oldest = Infinity;
+  for (const group of byTask(m.tasks)) {
+    const committed = group.map((t) => t.watermark).filter((w): w is string => !!w && !group.some((g) => g.error));
+    const wm = committed.length ? committed.sort().at(-1) : previous?.get(taskKey(group[0]!.school_id, group[0]!.resource));
+    const t = wm ? Date.parse(wm) : NaN;
+    if (!Number.isNaN(t)) oldest = Math.min(oldest, t);
+  }
+  return Number.isFinite(oldest) && !Number.isNaN(end) ? Math.max(0, Math.round((end - oldest) / 1000)) : null;
 }
 
 /** A reason that belongs to the school (inactive) is said once for it, not once per task. */
@@ -126,14 +193,17 @@ function byTask(entries: ManifestTask[]): ManifestTask[][] {
 /** Entries that did their job: an unchanged full read (scale) and a compacted file count as committed. */
 const DONE: ReadonlySet<ManifestTask['status']> = new Set(['committed', 'unchanged', 'compacted']);
 
-function taskOutcome(group: ManifestTask[]): { status: 'committed' } | { status: Unfinished; code: string; message: string } {
+function taskOutcome(
+  group: ManifestTask[],
+): { status: 'committed' } | { status: Unfinished; code: string; message: string; resumes: boolean } {
   const ended = group.find((t) => !DONE.has(t.status) || t.error);
   if (!ended) return { status: 'committed' };
   const status = DONE.has(ended.status) ? 'failed' : (ended.status as Unfinished);
   // Only checkpoint pieces let the next run resume; a listed task whose state did not advance does not.
   const pieces = group.filter((t) => t.status === 'committed' && !t.error && t.checkpoint && !t.checkpoint.final).length;
-  const kept = pieces && status !== 'skipped' ? ` (${pieces} checkpoint piece(s) committed: the next run resumes)` : '';
-  return { status, code: ended.error?.code ?? 'E_INTERNAL', message: (ended.error?.message ?? 'did not finish') + kept };
+  const resumes = pieces > 0 && status !== 'skipped';
+  const kept = resumes ? ` (${pieces} checkpoint piece(s) committed: the next run resumes)` : '';
+  return { status, code: ended.error?.code ?? 'E_INTERNAL', message: (ended.error?.message ?? 'did not finish') + kept, resumes };
 }
 
 function addTotals(t: ManifestTask, tables: Record<string, TableTotals>, drift: Record<string, Set<string>>): void {
@@ -175,23 +245,25 @@ export function renderSummary(s: RunSummary): string {
     .filter(Boolean)
     .join(', ');
   lines.push(
-    `  tasks: ${t.committed} committed, ${t.failed} failed, ${t.skipped} skipped${extra ? `, ${extra}` : ''}; deletions recorded: ${s.deletions}`,
+    `  tasks: ${t.committed} committed${t.unchanged ? ` (${t.unchanged} unchanged: no file written)` : ''}, ${t.failed} failed, ${t.skipped} skipped${extra ? `, ${extra}` : ''}; deletions recorded: ${s.deletions}`,
   );
   const tp = s.throughput;
+  const n = (x: number) => x.toLocaleString('en');
   lines.push(
-    `  throughput: ${tp.rowsPerSecond.toLocaleString('en')} rows/s, ${tp.megabytesPerSecond} MB/s written, ${tp.requests.toLocaleString('en')} requests`,
+    `  throughput: ${n(tp.recordsRead)} records read (${n(tp.recordsPerSecond)}/s), ${n(tp.rowsWritten)} rows written (${n(tp.rowsPerSecond)}/s), ${tp.megabytesPerSecond} MB/s written, ${n(tp.requests)} requests`,
   );
-  if (s.personalData) lines.push(`  ${describePolicy(s.personalData)}`);
-  for (const [table, fields] of Object.entries(s.drift)) {
-    lines.push(
-      `  schema drift in ${table}: ${fields.length} undeclared field(s) seen, kept in _extra unless the personal-data policy drops them (${fields.slice(0, 8).join(', ')}${fields.length > 8 ? ', …' : ''})`,
-    );
-  }
+  if (s.personalData) lines.push(`  ${describePolicy(s.personalData)}`, ...matchLines(s.personalData));
+  lines.push(...fieldLines(s.drift, s.includeFields ?? {}, s.fieldActions ?? {}));
   for (const [school, cols] of Object.entries(s.scopeMasked)) lines.push(`  no scope at ${school}: ${cols.join(', ')} exported as null`);
   if (s.deactivated.length) lines.push(`  not exported (access revoked or declined): ${s.deactivated.join(', ')}`);
   for (const n of s.notes) lines.push(`  NOTE: ${n}`);
-  for (const f of s.failures)
-    lines.push(`  ${f.status.toUpperCase().replace('_', ' ')} ${f.school_id} ${f.resource}: [${f.code}] ${f.message}`);
+  lines.push(...failureLines(s.failures));
+  const again = s.tasks.failed + s.tasks.interrupted + s.tasks.not_started - s.resumable;
+  if (s.resumable) {
+    lines.push(
+      `  the next run resumes ${s.resumable} task(s) from their checkpoints${again > 0 ? `; ${again} other unfinished task(s) start again from their last committed state` : ''}`,
+    );
+  }
   return lines.join('\n');
 }
 

@@ -12,6 +12,8 @@ import type { ApiClient } from '../source/client.ts';
 import { rowKeyOf } from '../source/row-key.ts';
 import type { Sink } from '../sink/types.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
+import { ContentHash } from './content-hash.ts';
+import { meta } from '../flatten/index.ts';
 import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
@@ -34,6 +36,8 @@ export interface TaskPlan {
   forceFullSeq?: number;
   /** "table.column" values null for lack of scope at this school. */
   scopeMasked: string[];
+  /** "table.column" values guarded by a property scope (masked or not): the manifest's scope_guarded. */
+  scopeGuarded?: string[];
   /** The committed watermark the new one may not fall behind (null: forced or --full-refresh start afresh). */
   previousWatermark: string | null;
   /** Why the plan chose this mode (shown by --dry-run and progress). */
@@ -44,6 +48,11 @@ export interface TaskPlan {
   windows: number;
   /** The response the plan's probe already read (school_permissions): not requested again. */
   prefetched?: { body: unknown; serverDate?: Date };
+  /**
+   * The content last committed (state), which a full read equal to it does not write again.
+   * Absent with --full-refresh, which writes everything (the way to rewrite lost files).
+   */
+  lastContent?: { sha256: string; run_id: string };
 }
 
 /** Handed to the run's committer: list the piece in a manifest part, then advance the state. */
@@ -53,6 +62,8 @@ export interface PieceCommit {
   state: (prev: ResourceState | undefined) => ResourceState;
   /** Files no longer referenced once the state has advanced (superseded id lists). */
   obsolete: string[];
+  /** Other resources of the school whose rows deletion records of this piece named: their content hash goes. */
+  invalidates?: string[];
 }
 
 export type TaskEvent =
@@ -94,6 +105,8 @@ export interface TaskResult {
   files: number;
   pieces: number;
   resumed: boolean;
+  /** A full read whose content equalled the last committed one: nothing was written. */
+  unchanged: boolean;
 }
 
 /** Where a read stands: the state a checkpoint saves and a resumed read starts from. */
@@ -107,6 +120,7 @@ interface ReadProgress {
   idsFiles: string[];
   resumed: boolean;
   files: number;
+  unchanged?: boolean;
 }
 
 /**
@@ -115,7 +129,8 @@ interface ReadProgress {
  */
 export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskResult> {
   const collectKeys = plan.mode === 'full' && snapshotComparable(plan.spec);
-  const out = new TaskOutput({ ...env, spec: plan.spec, school: plan.school, collectKeys });
+  const content = hashesContent(plan) ? { content: contentHasher(plan, env), holdFirstPage: plan.lastContent !== undefined } : {};
+  const out = new TaskOutput({ ...env, spec: plan.spec, school: plan.school, collectKeys, ...content });
   const progress = startProgress(plan, env);
   const encoding = openEncoding(plan, env, out, collectKeys);
   try {
@@ -124,7 +139,8 @@ export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskResult>
     const serverStart = await readAll(plan, { ...env, ...encoded }, out, progress);
     progress.startedAt ??= serverStart ?? localStart;
     await commitFinal(plan, env, out, progress);
-    return { rows: progress.rows, files: progress.files, pieces: progress.seq, resumed: progress.resumed };
+    const unchanged = progress.unchanged === true;
+    return { rows: progress.rows, files: progress.files, pieces: progress.seq, resumed: progress.resumed, unchanged };
   } catch (e) {
     await out.abort();
     throw e;
@@ -151,6 +167,23 @@ function openEncoding(plan: TaskPlan, env: TaskEnv, out: TaskOutput, collectKeys
     ctx: out.metaContext,
     ...(collectKeys ? { keyField: plan.spec.key[0]! } : {}),
   });
+}
+
+/**
+ * Full reads that may turn out unchanged: read from page 1 in one cursor walk (a resumed read
+ * holds rows of earlier runs; windows interleave pages in no fixed order). Whether it stays one
+ * piece is known only at its end: a checkpoint drops the hash (TaskOutput.forgetContent).
+ */
+function hashesContent(plan: TaskPlan): boolean {
+  return plan.mode === 'full' && !plan.resume && !readsInWindows(plan);
+}
+
+/** A fresh content hash for the read (content-hash.ts): under the run's format, options and policy. */
+function contentHasher(plan: TaskPlan, env: TaskEnv): () => ContentHash {
+  const perRun = meta({ schoolId: plan.school.id, region: plan.school.region, runId: env.runId, extractedAt: env.extractedAt });
+  const under = { format: env.format.name, format_options: env.formatOptions, personal_data: env.personalData?.fingerprint ?? 'keep' };
+  const values = { _run_id: String(perRun._run_id), _extracted_at: String(perRun._extracted_at) };
+  return () => new ContentHash(under, values);
 }
 
 /** Full reads of school lists keyed by one id, in tables the service keeps no deletion records for. */
@@ -398,6 +431,7 @@ function pieceTask(
     ...(Object.keys(drift).length ? { drift_fields: drift } : {}),
     ...(split ? { checkpoint: { snapshot: progress.snapshot, seq: progress.seq + 1, final } } : {}),
     ...(plan.scopeMasked.length ? { scope_masked: byTable(plan.scopeMasked) } : {}),
+    ...(plan.scopeGuarded?.length ? { scope_guarded: byTable(plan.scopeGuarded) } : {}),
   };
 }
 
@@ -409,6 +443,7 @@ async function commitCheckpoint(
   cursor: { walks: Walk[]; boundaries?: number[] },
 ): Promise<void> {
   await env.admit(); // before anything of the piece is written under a final name
+  out.forgetContent(); // the read is now in pieces, each loaded as it commits: never "unchanged"
   const piece = await out.commit();
   if (out.keys) {
     const chunk = await writeKeyChunk(env.sink, plan, progress.snapshot, progress.seq + 1, out.keys);
@@ -430,7 +465,13 @@ async function commitCheckpoint(
     ...(plan.scopeMasked.length ? { scope_masked: plan.scopeMasked } : {}),
     ...(env.personalData?.fingerprint ? { personal_data: env.personalData.fingerprint } : {}),
   };
-  await env.commit({ task, deletions: piece.deletions, state: (prev) => checkpointResource(prev, checkpoint), obsolete: [] });
+  await env.commit({
+    task,
+    deletions: piece.deletions,
+    state: (prev) => checkpointResource(prev, checkpoint),
+    obsolete: [],
+    invalidates: takeDeleted(out),
+  });
   progress.seq += 1;
   progress.files += piece.files.length;
   env.onEvent?.({ event: 'checkpoint', seq: progress.seq, pages: progress.pages, rows: progress.rows });
@@ -438,6 +479,8 @@ async function commitCheckpoint(
 
 async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<void> {
   await env.admit(); // before anything of the piece is written under a final name
+  const sha = progress.seq === 0 ? out.contentDigest() : undefined;
+  if (sha !== undefined && isUnchanged(plan, sha)) return commitUnchanged(plan, env, out, progress, sha);
   let snapshotIdsFile: string | undefined;
   // id lists of an earlier attempt this read no longer continues (refused cursor, dropped resume)
   const obsolete: string[] = [
@@ -460,7 +503,7 @@ async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progre
   }
   const piece = await out.commit();
   const watermark = nextWatermark(plan.previousWatermark, progress.startedAt!);
-  const task = { ...pieceTask(plan, piece, progress, true, out.drift()), watermark };
+  const task = { ...pieceTask(plan, piece, progress, true, out.drift()), watermark, ...(sha ? { content_sha256: sha } : {}) };
   const read = {
     runId: env.runId,
     mode: task.mode,
@@ -470,10 +513,84 @@ async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progre
     forceFullSeq: plan.forceFullSeq,
     scopeMasked: plan.scopeMasked,
     personalData: env.personalData?.fingerprint,
+    content: contentAfter(task.mode, sha, progress.rows, env.runId),
   };
-  await env.commit({ task, deletions: piece.deletions, state: (prev) => promoteResource(prev, read), obsolete });
+  await env.commit({
+    task,
+    deletions: piece.deletions,
+    state: (prev) => promoteResource(prev, read),
+    obsolete,
+    invalidates: takeDeleted(out),
+  });
   progress.seq += 1;
   progress.files += piece.files.length;
+}
+
+/**
+ * The content equals the last committed version: same hash, and (tables whose deletions are
+ * found by comparing snapshots) a previous id list to keep as the baseline, since none is written.
+ */
+function isUnchanged(plan: TaskPlan, sha: string): boolean {
+  return plan.lastContent?.sha256 === sha && (!snapshotComparable(plan.spec) || plan.knownIdsFile !== undefined);
+}
+
+/**
+ * A full read whose content is unchanged: its files are discarded before they are ever published,
+ * and the manifest lists the task as `unchanged` (still a full snapshot as of `read_at`: nothing
+ * was deleted; the files of `unchanged_since` hold its rows). State advances as for a committed
+ * full read (watermark, last_full_at); the previous snapshot's id list stays the baseline.
+ */
+async function commitUnchanged(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress, sha: string): Promise<void> {
+  await out.abort();
+  const since = plan.lastContent!;
+  const watermark = nextWatermark(plan.previousWatermark, progress.startedAt!);
+  const task: ManifestTask = {
+    school_id: plan.school.id,
+    region: plan.school.region,
+    resource: plan.spec.name,
+    status: 'unchanged',
+    mode: 'full',
+    files: [],
+    rows: {},
+    watermark,
+    content_sha256: sha,
+    read_at: progress.startedAt!.toISOString(),
+    unchanged_since: since.run_id,
+  };
+  const read = {
+    runId: env.runId,
+    mode: 'full' as const,
+    taskStart: progress.startedAt!,
+    watermark,
+    forceFullSeq: plan.forceFullSeq,
+    scopeMasked: plan.scopeMasked,
+    personalData: env.personalData?.fingerprint,
+    content: since,
+  };
+  await env.commit({ task, deletions: [], state: (prev) => promoteResource(prev, read), obsolete: [...(plan.abandonedIds ?? [])] });
+  progress.seq += 1;
+  progress.unchanged = true;
+}
+
+/**
+ * What the resource's content hash becomes (state.ts CommittedRead.content): a full read in one
+ * piece sets its own; any other full read, or an incremental one that wrote rows, drops it.
+ */
+function contentAfter(
+  mode: ManifestTask['mode'],
+  sha: string | undefined,
+  rows: number,
+  runId: string,
+): ResourceState['content'] | null | undefined {
+  if (sha !== undefined) return { sha256: sha, run_id: runId };
+  return mode === 'full' || rows > 0 ? null : undefined;
+}
+
+/** Tables the piece's deletion records (from the API) named; cleared for the next piece. */
+function takeDeleted(out: TaskOutput): string[] {
+  const tables = [...out.deletedTables];
+  out.deletedTables.clear();
+  return tables;
 }
 
 function byTable(columns: string[]): Record<string, string[]> {

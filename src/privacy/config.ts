@@ -7,6 +7,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.ts';
 import type { TableSchema } from '../table.ts';
+import { closest } from './columns.ts';
 import { KEEP_ALL, needsKey, type Action, type PersonalDataPolicy } from './policy.ts';
 import { MIN_KEY_BYTES, PseudonymiseKey } from './pseudonym.ts';
 
@@ -57,13 +58,7 @@ export function resolvePersonalData(
   tables: readonly TableSchema[],
   env: NodeJS.ProcessEnv = process.env,
 ): PersonalDataSettings {
-  const policy: PersonalDataPolicy = {
-    person_id: cfg?.person_id ?? KEEP_ALL.person_id,
-    direct_identifier: cfg?.direct_identifier ?? KEEP_ALL.direct_identifier,
-    free_text: cfg?.free_text ?? KEEP_ALL.free_text,
-    columns: { ...(cfg?.columns ?? {}) },
-  };
-  checkColumns(policy.columns, tables);
+  const policy = policyFromConfig(cfg, tables);
   if (!needsKey(policy)) return { policy };
   const path = keyFile ?? (env[KEY_FILE_ENV] || undefined);
   if (!path) {
@@ -80,6 +75,18 @@ export function resolvePersonalData(
   return { policy, key: readKeyFile(path) };
 }
 
+/** The policy the settings describe (defaults: keep), its overrides checked against the tables; no key read. */
+export function policyFromConfig(cfg: PersonalDataConfig | undefined, tables: readonly TableSchema[]): PersonalDataPolicy {
+  const policy: PersonalDataPolicy = {
+    person_id: cfg?.person_id ?? KEEP_ALL.person_id,
+    direct_identifier: cfg?.direct_identifier ?? KEEP_ALL.direct_identifier,
+    free_text: cfg?.free_text ?? KEEP_ALL.free_text,
+    columns: { ...(cfg?.columns ?? {}) },
+  };
+  checkColumns(policy.columns, tables);
+  return policy;
+}
+
 function checkColumns(columns: Record<string, Action>, tables: readonly TableSchema[]): void {
   const byName = new Map(tables.map((t) => [t.name, t]));
   for (const [key, action] of Object.entries(columns)) {
@@ -89,7 +96,11 @@ function checkColumns(columns: Record<string, Action>, tables: readonly TableSch
     if (!ACTIONS.includes(action)) throw new ConfigError(`${at}: expected one of ${ACTIONS.join(', ')}`);
     const table = byName.get(key.slice(0, dot));
     if (!table) {
-      throw new ConfigError(`${at}: no table ${JSON.stringify(key.slice(0, dot))} in this run (known: ${[...byName.keys()].join(', ')})`);
+      const near = closest(key.slice(0, dot), [...byName.keys()]);
+      const hint = near.length ? `did you mean ${near.map((t) => `${t}.${key.slice(dot + 1)}`).join(' or ')}? ` : '';
+      throw new ConfigError(
+        `${at}: no table ${JSON.stringify(key.slice(0, dot))} in this run (${hint}known: ${[...byName.keys()].join(', ')})`,
+      );
     }
     const column = key.slice(dot + 1);
     if (column.startsWith('_') && table.columns.some((c) => c.name === column)) {

@@ -19,6 +19,8 @@ import {
 import { CLASS_ACTIONS } from './policy.ts';
 import { MIN_KEY_BYTES } from './pseudonym.ts';
 import { KEY_FILE_ENV } from './config.ts';
+import { DESTINATION_RECORD } from './destination.ts';
+import { CHANGED_BY_ENV } from './guard.ts';
 
 const code = (s: string) => '`' + s + '`';
 const codes = (xs: readonly string[]) => xs.map(code).join(', ');
@@ -48,6 +50,30 @@ function tableSection(tables: readonly TableSchema[]): string[] {
     );
   }
   return out;
+}
+
+/** A destination keeps its policy and format; tightening leaves nothing behind (issue 22). */
+function destinationSection(): string[] {
+  return [
+    '## A destination keeps its policy',
+    '',
+    `The first run into a destination records its policy (the three actions, the overrides and the key's fingerprint, never the key) and its format in \`${DESTINATION_RECORD}\`. Every later run (and \`--dry-run\`) compares its own with that record before the lease and before any request:`,
+    '',
+    "- **Weaker anywhere, or another key**: a class or an override less strict than the destination's (`keep` where it pseudonymised or dropped, `pseudonymise` where it dropped), no policy at all where there was one, or another pseudonymisation key: the run stops with exit status 2 (`E_POLICY_CHANGE`) and one line naming each difference, having read and written nothing. Forgetting the flags can no longer write children's names beside pseudonymised files.",
+    `- \`--personal-data-change\` accepts such a change. It is a flag of one command line, never a setting: a pipeline file key or \`SCHOOL_EXPORT_PERSONAL_DATA_CHANGE\` is refused (exit 2), because a setting would accept every later change without anyone deciding it. The run manifest records the change in \`personal_data.change\`: \`kind\` (\`stricter\` or \`accepted\`), \`by\`, \`at\`, the policy it replaced (\`from\`) and each difference; \`by\` is \`${CHANGED_BY_ENV}\` when set (a name, a ticket), else the process's \`user@host\`.`,
+    '- **Stricter**: accepted, announced in the summary (and by `--dry-run`) and recorded in the manifest the same way.',
+    "- Either way the new policy's fingerprint differs from the one each school's state records per resource, so every resource is read again in full under it.",
+    "- **Another format**: a run writing another format than the destination's files stops with exit status 2 (`E_FORMAT_CHANGE`) unless `--format-change` (a flag only, recorded in the manifest's `format_change`). `warehouse load` (DuckDB) reads every file by its own type, so a mixed destination loads correctly; the BigQuery and Snowflake scripts read Parquet only and refuse other files.",
+    '',
+    'A destination written before this record existed gets one from its latest run manifest (its format and policy, and the undeclared fields every manifest lists) the first time a run or `datamap --dest` reads it.',
+    '',
+    '### Tightening leaves nothing behind',
+    '',
+    "When the policy becomes stricter (or the key changes), the files written before still hold what the new policy would not write. When a resource's full read under the new policy commits, the same state write records `purge_before` (the read's snapshot run) for it; at the end of the run, each school whose every resource has been read again has its files of earlier runs deleted: the data files of every table, the snapshot id lists no state names any more, and the deletion records those runs' manifests list for the school (they hold ids as the weaker policy wrote them). The purge is written first, as a purge manifest (`_manifests/<run_id>.json` with `purged[]` entries carrying `before_run`), so `warehouse load` and the BigQuery and Snowflake scripts drop the school's rows staged from runs before `before_run` from every current-state and `_raw_` table and never load those runs' tasks. The run summary says how many files went.",
+    '',
+    'A school with a resource not read again yet (its task failed, or `--resources` left it out) keeps its files until a later run reads that resource: the marks stay in its state, `school-export status` names the schools that still hold data from a weaker policy, and the summary says how many are waiting. A relaxed policy (accepted with `--personal-data-change`) deletes nothing: what was written before is stricter than what follows.',
+    '',
+  ];
 }
 
 export function renderPersonalDataDoc(tables: readonly TableSchema[] = builtinTables()): string {
@@ -101,13 +127,18 @@ export function renderPersonalDataDoc(tables: readonly TableSchema[] = builtinTa
     "- **keep**: as read. Person ids inside JSON (the ACL's `ids`, an undeclared list of people) are transformed element by element; the other fields of people found there follow the name rules.",
     '- A per-column override (`"achievements.comment": "drop"`) wins over the class, applies to undeclared columns too (`"achievement_students.year_group": "drop"`) and to the column\'s `__timezone` and `__raw` companions, and is applied as written (no looking inside JSON).',
     '',
-    'Refused before any request, with one line naming the setting (exit status 2): an unknown action; an override whose table is not part of the run, that names a metadata column, that drops a key column, or that pseudonymises a typed column; a policy that pseudonymises without a key file, or a key file that cannot be read or is too short.',
+    'Refused before any request, with one line naming the setting (exit status 2): an unknown action; an override whose table is not part of the run, that names a metadata column, that drops a key column, or that pseudonymises a typed column; an override naming a column that the table does not declare, that no name rule below recognises and that no run of the destination saw (a misspelling: the message names the closest known columns, `did you mean achievements.comment?`); a policy that pseudonymises without a key file, or a key file that cannot be read or is too short.',
     '',
-    'Every run manifest (and each part) says what was applied in `personal_data`: the three actions, the overrides and, when something was pseudonymised, `key_id`, a fingerprint of the key (16 hex digits of an HMAC of a fixed label under the key; never the key, and nothing can be learnt about the key from it). Files with different `key_id`s do not join. The run summary prints the same on one line, so a loader or a person can refuse data that was not minimised.',
+    "Every run manifest (and each part) says what was applied in `personal_data`: the three actions, the overrides and, when something was pseudonymised, `key_id`, a fingerprint of the key (16 hex digits of an HMAC of a fixed label under the key; never the key, and nothing can be learnt about the key from it). Files with different `key_id`s do not join. The run summary prints the same on one line, so a loader or a person can refuse data that was not minimised. The run manifest's `personal_data.matched` lists, and the summary prints, each entry of the policy with the columns (`table.column`) it decided in that run's rows: `classes` per class (`unsure` when a field no rule names got the strictest action) and `columns` per override; an override that matched nothing says so.",
+    '',
+    "Fields the service sends without declaring them are reported apart: the fields of included students and employees (not part of the API contract at all) as `fields of included people in <table>`, other undeclared fields as `schema drift in <table>`, each with what the policy in force did to it (dropped, pseudonymised, kept). The run summary's JSON has them in `includeFields`, `drift` and `fieldActions`.",
     '',
     "Each school's state file records, per resource, a fingerprint of the policy and key its rows were written with. When it changes (a policy is switched on, a key is rotated), the next run reads that resource again in full, like after a migration: a loader then replaces the school's old rows of the table (`mode: full`), so current-state tables never mix values transformed two ways.",
     '',
+    ...destinationSection(),
     '## Data map',
+    '',
+    "`school-export datamap [PIPELINE_FILE] [--dest D] [--json]` prints this map for your configuration: every column of every table (custom resources included) with its class (`person_id`, `direct_identifier`, `free_text`, `unsure`, `none`), where the class comes from (`declaration`, `name rule`, `strictest default` for a field no rule names, `metadata`) and the action the policy takes. The policy shown is the one the settings give (pipeline file, environment, the same policy flags as `run`), else the one the destination keeps. With `--dest`, the undeclared fields that destination's runs saw are listed too, so you can see how the fields your service actually sends were classified, and give one an explicit action with an override.",
     '',
     "Per table, the declared columns that hold something about a person (src/resources declares them). Every table also carries the metadata columns `_school_id`, `_region`, `_run_id`, `_extracted_at`: they name the school, never a person. The schools' own names and addresses are an organisation's, not a person's.",
     '',
@@ -149,7 +180,7 @@ export function renderPersonalDataDoc(tables: readonly TableSchema[] = builtinTa
     '',
     `The key is the file's bytes without trailing white space (an editor's final newline does not change it); at least ${MIN_KEY_BYTES} bytes. It is read once when the run starts, from \`--pseudonymise-key-file\`, \`pseudonymise_key_file\` or \`${KEY_FILE_ENV}\`, never from a flag value (it would show in the process list), and never written anywhere: manifests carry only its fingerprint. A policy that pseudonymises without a key stops before any request (exit status 2).`,
     '',
-    '**Rotating the key breaks joins with older data.** Every pseudonym changes: files and warehouse rows written with the old key no longer join new ones, and the same person appears under two pseudonyms. The run notices the new fingerprint and reads every resource of every school again in full, so current-state tables in the warehouse converge to the new pseudonyms; but history (raw tables, earlier files, copies others hold) keeps the old ones. To rotate: export to a new destination (or purge the old one), load a new warehouse from it, and destroy the old key once nothing needs to join old data. Losing the key has the same effect as rotating it.',
+    "**Rotating the key breaks joins with older data.** Every pseudonym changes: files and warehouse rows written with the old key no longer join new ones, and the same person appears under two pseudonyms. A run with another key than the destination's stops (exit 2) unless `--personal-data-change` accepts it; it then reads every resource of every school again in full, and deletes each school's files written with the old key once all of its resources are replaced (as a tightening does, below), so the destination and the warehouse's current and raw tables converge to the new pseudonyms. Copies others hold keep the old ones. Destroy the old key once nothing needs to join old data. Losing the key has the same effect as rotating it.",
     '',
     '## Deletions, the ACL and snapshot id lists',
     '',
@@ -164,7 +195,7 @@ export function renderPersonalDataDoc(tables: readonly TableSchema[] = builtinTa
     '## What this does not do',
     '',
     '- Free text that is kept is copied as it is: a name inside a comment stays there.',
-    '- Files written before a policy was set keep their values: purge them or start a new destination.',
+    '- Files a school no longer exported keeps (a school no longer approved, a custom resource removed from the pipeline file) are not re-read, so a tightening cannot replace them: `status` counts such schools while their resources are not read again; purge them or start a new destination.',
     '- Quasi-identifiers (a year group, a date an achievement was recorded) are kept: with enough of them a person may still be singled out. Drop more with per-column overrides when the receiver does not need them.',
     '',
   ];

@@ -31,6 +31,16 @@ export const CLASS_ACTIONS: Readonly<Record<PersonalClass, readonly Action[]>> =
 
 const RANK: Record<Action, number> = { keep: 0, pseudonymise: 1, drop: 2 };
 
+/** How strict an action is: keep < pseudonymise < drop. */
+export function actionRank(a: Action): number {
+  return RANK[a];
+}
+
+/** The policy a record describes (what the manifest and the destination keep of a policy). */
+export function policyOf(r: PersonalDataRecord): PersonalDataPolicy {
+  return { person_id: r.person_id, direct_identifier: r.direct_identifier, free_text: r.free_text, columns: { ...(r.columns ?? {}) } };
+}
+
 export function isKeepAll(p: PersonalDataPolicy): boolean {
   return (
     p.person_id === 'keep' &&
@@ -69,10 +79,10 @@ export function policyRecord(p: PersonalDataPolicy, key?: PseudonymiseKey): Pers
  * transformed ones; a full snapshot lets a loader replace them).
  */
 export function policyFingerprint(r: PersonalDataRecord): string {
-  const cols = Object.entries(r.columns ?? {})
-    .filter(([, a]) => a !== 'keep')
-    .sort(([a], [b]) => a.localeCompare(b));
-  if (r.person_id === 'keep' && r.direct_identifier === 'keep' && r.free_text === 'keep' && cols.length === 0) return 'keep';
+  // A `keep` override counts: under free_text drop, "achievements.comment": "keep" writes comments.
+  const cols = Object.entries(r.columns ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  const classesKeep = r.person_id === 'keep' && r.direct_identifier === 'keep' && r.free_text === 'keep';
+  if (classesKeep && cols.every(([, a]) => a === 'keep')) return 'keep';
   const canonical = JSON.stringify([r.person_id, r.direct_identifier, r.free_text, cols, r.key_id ?? null]);
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }

@@ -35,8 +35,17 @@ function withMeta(name: string, columns: ColumnDef[], key: string[]): TableSchem
   return { name, columns: [...columns, ...META_COLUMNS, EXTRA_COLUMN], key };
 }
 
+/** The same spec, the same schemas (specs are data, never changed): built once, not per task. */
+const built = new WeakMap<ResourceSpec, TableSchema[]>();
+
 /** The parent table and one table per child include, in that order. */
 export function tableSchemas(spec: ResourceSpec): TableSchema[] {
+  let schemas = built.get(spec);
+  if (!schemas) built.set(spec, (schemas = buildSchemas(spec)));
+  return schemas;
+}
+
+function buildSchemas(spec: ResourceSpec): TableSchema[] {
   const parent = withMeta(spec.name, spec.fields.flatMap(fieldColumns), spec.key);
   // The parent key holds the parent's id, so it is personal exactly when that id is (students' contacts).
   const parentId = spec.fields.find((x) => x.path === 'id')?.personal;

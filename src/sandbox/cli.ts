@@ -1,13 +1,22 @@
 /** `school-export sandbox`: serve the sandbox until SIGINT/SIGTERM, printing how to reach it. */
-import { startSandbox, type ItemEnvelope, type RegionMode, type Sandbox } from './index.ts';
+import {
+  startSandbox,
+  type ItemEnvelope,
+  type PropertyPermissionNaming,
+  type RegionMode,
+  type RowsPerSchool,
+  type Sandbox,
+} from './index.ts';
 
 export interface SandboxCommandOptions {
   port?: number;
   seed?: number;
   schools?: number;
   achievements?: number;
+  rowsPerSchool?: RowsPerSchool;
   itemEnvelope?: ItemEnvelope;
   regionMode?: RegionMode;
+  propertyPermissionNaming?: PropertyPermissionNaming;
   cursorMaxAgeMs?: number;
   webhookUrl?: string;
 }
@@ -34,8 +43,10 @@ export async function runSandboxCommand(opts: SandboxCommandOptions): Promise<vo
     seed: opts.seed,
     schools: opts.schools,
     achievementsPerSchool: opts.achievements,
+    rowsPerSchool: opts.rowsPerSchool,
     itemEnvelope: opts.itemEnvelope,
     regionMode: opts.regionMode,
+    propertyPermissionNaming: opts.propertyPermissionNaming,
     cursorMaxAgeMs: opts.cursorMaxAgeMs,
     webhookUrl: opts.webhookUrl,
   });

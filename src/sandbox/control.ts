@@ -63,6 +63,8 @@ export interface SandboxControl {
   flushWebhooks(): Promise<void>;
   clock(): Date;
   now(): Date;
+  /** Schools whose data is held in memory: every changed one, and at most a few hundred others (made again when asked for). */
+  schoolsInMemory(): number;
 }
 
 const FULL = { full: true };
@@ -193,5 +195,6 @@ export function createControl(world: World): SandboxControl {
     flushWebhooks: () => world.webhooks.flush(),
     clock: () => world.now(),
     now: () => world.now(),
+    schoolsInMemory: () => world.schoolsInMemory(),
   };
 }

@@ -75,7 +75,9 @@ export function buildSchools(approvedCount: number): SchoolDef[] {
   for (let s = 1; s <= approvedCount; s++) {
     out.push(schoolDef(out.length + 1, `A${1000 + s}`, REGIONS[(s - 1) % 3], s % 2 === 1 ? 'audited' : 'approved'));
   }
-  EXTRA_STATES.forEach((e, k) => out.push(schoolDef(out.length + 1, `A${9001 + k}`, REGIONS[e.region], e.state)));
+  // A9001.. unless the approved schools reach that far (8,001 or more): then right after them.
+  const firstExtra = approvedCount > 8000 ? 1001 + approvedCount : 9001;
+  EXTRA_STATES.forEach((e, k) => out.push(schoolDef(out.length + 1, `A${firstExtra + k}`, REGIONS[e.region], e.state)));
   return out;
 }
 

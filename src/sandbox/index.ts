@@ -11,19 +11,32 @@ import { delay } from './http-util.ts';
 import { controlHttp } from './control-http.ts';
 import { REGIONS } from './fixtures.ts';
 import { requestHandler, type Listener } from './router.ts';
-import { ITEM_ENVELOPES, REGION_MODES, World, type ItemEnvelope, type RegionMode } from './world.ts';
+import {
+  ITEM_ENVELOPES,
+  REGION_MODES,
+  ROWS_PER_SCHOOL,
+  SMALL_ACHIEVEMENTS,
+  World,
+  type ItemEnvelope,
+  type RegionMode,
+  type RowsPerSchool,
+} from './world.ts';
+import { PROPERTY_PERMISSION_NAMINGS, type PropertyPermissionNaming } from './scopes.ts';
 
 export type { SandboxControl } from './control.ts';
 export type { FaultRule, FaultKind } from './faults.ts';
 export type { Hold, RequestHook, RequestInfo, RequestMatch } from './hooks.ts';
 export type { AccessState } from './fixtures.ts';
-export type { ItemEnvelope, RegionMode, RequestLogEntry } from './world.ts';
+export type { ItemEnvelope, RegionMode, RequestLogEntry, RowsPerSchool } from './world.ts';
+export type { PropertyPermissionNaming } from './scopes.ts';
 export type { WebhookDelivery } from './webhooks.ts';
 
 export interface SandboxOptions {
   seed?: number;
   schools?: number;
   achievementsPerSchool?: number;
+  /** 'small': about two rows per table (docs/sandbox.md, "Thousands of schools"); default 'default'. */
+  rowsPerSchool?: RowsPerSchool;
   bigSchools?: Record<string, number>;
   maxPerPage?: number;
   updatedAfterZone?: 'UTC' | 'Europe/London';
@@ -37,6 +50,8 @@ export interface SandboxOptions {
   itemEnvelope?: ItemEnvelope;
   /** Where a school's paths answer (see docs/sandbox.md "Regions"); default 'lenient'. */
   regionMode?: RegionMode;
+  /** How property permissions are named in /permissions lists (docs/sandbox.md "Tokens and scopes"); default 'dotted'. */
+  propertyPermissionNaming?: PropertyPermissionNaming;
   host?: string;
   port?: number;
 }
@@ -56,14 +71,20 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
+/** The approved schools a sandbox serves at most (ids A1001..A21000; their record ids stay valid and distinct). */
+export const MAX_SCHOOLS = 20_000;
+
 export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
   const schools = opts.schools ?? 6;
-  if (!Number.isInteger(schools) || schools < 0 || schools > 8999) throw new Error('schools must be an integer from 0 to 8999');
+  if (!Number.isInteger(schools) || schools < 0 || schools > MAX_SCHOOLS)
+    throw new Error(`schools must be an integer from 0 to ${MAX_SCHOOLS}`);
+  const rowsPerSchool = oneOf('rowsPerSchool', opts.rowsPerSchool ?? 'default', ROWS_PER_SCHOOL);
   if (opts.cursorMaxAgeMs !== undefined && !(opts.cursorMaxAgeMs >= 0)) throw new Error('cursorMaxAgeMs must be a non-negative number');
   const world = new World({
     seed: opts.seed ?? 1,
     schools,
-    achievementsPerSchool: opts.achievementsPerSchool ?? 120,
+    achievementsPerSchool: opts.achievementsPerSchool ?? (rowsPerSchool === 'small' ? SMALL_ACHIEVEMENTS : 120),
+    rowsPerSchool,
     bigSchools: opts.bigSchools ?? {},
     maxPerPage: opts.maxPerPage ?? 1000,
     naiveZone: opts.updatedAfterZone ?? 'UTC',
@@ -73,6 +94,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
     cursorMaxAgeMs: opts.cursorMaxAgeMs,
     itemEnvelope: oneOf('itemEnvelope', opts.itemEnvelope ?? 'bare', ITEM_ENVELOPES),
     regionMode: oneOf('regionMode', opts.regionMode ?? 'lenient', REGION_MODES),
+    propertyPermissionNaming: oneOf('propertyPermissionNaming', opts.propertyPermissionNaming ?? 'dotted', PROPERTY_PERMISSION_NAMINGS),
   });
   const control = createControl(world);
   const onControl = controlHttp(world, control);

@@ -1,5 +1,5 @@
 /**
- * Record ids: "A" + migration generation + school ordinal (4 digits) + resource kind (1 digit)
+ * Record ids: "A" + migration generation + school ordinal (4 digits; 5 past 9,999 schools) + resource kind (1 digit)
  * + row index (10 digits). Fixed widths keep them valid `A<digits>` ids that sort like their
  * row index; a completed migration bumps the generation, so every id of the school changes.
  * Kind 0 is shared by contacts, groups and classes: the first digit of the index tells them
@@ -26,12 +26,15 @@ export function makeId(gen: number, ord: number, kind: number, i: number): strin
   return `A${gen + 1}${String(ord).padStart(4, '0')}${kind}${String(i).padStart(10, '0')}`;
 }
 
-const ID_RE = /^A(\d+)(\d{4})(\d)(\d{10})$/;
-
-export function parseId(id: string): { gen: number; ord: number; kind: number; i: number } | null {
-  const m = ID_RE.exec(id);
-  if (!m) return null;
-  return { gen: Number(m[1]) - 1, ord: Number(m[2]), kind: Number(m[3]), i: Number(m[4]) };
+/**
+ * An id of the school with this generation and ordinal: its kind and row index, or null. Read
+ * against the school's own prefix, because past 9,999 schools the ordinal takes five digits and
+ * only the school can tell them from the generation's.
+ */
+export function parseIdOf(id: string, gen: number, ord: number): { kind: number; i: number } | null {
+  const prefix = `A${gen + 1}${String(ord).padStart(4, '0')}`;
+  if (id.length !== prefix.length + 11 || !id.startsWith(prefix) || !/^\d{11}$/.test(id.slice(prefix.length))) return null;
+  return { kind: Number(id[prefix.length]), i: Number(id.slice(prefix.length + 1)) };
 }
 
 /** Offset added to the row index in ids of the resources that share kind 0. */

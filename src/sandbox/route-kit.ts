@@ -93,18 +93,20 @@ export const EMPTY_SOURCE: KeySource = arraySource<number>(
 
 /**
  * The school a request addresses, at this listener. Wrong region: 404, except that in the lenient
- * region mode a data list answers an empty list (null here: "returns no data") and access
- * management answers on the default listener too. Then the token (403), the inactive switch
- * (423, every path), and for data paths (needsAccess) the access state: offline 423, not
- * approved 403.
+ * region mode a data list answers an empty list (null here: "returns no data"), and access
+ * management and the school's meta, permissions and ACL (the application's relation with the
+ * school, like request-access) answer on the default listener too. Then the token (403), the
+ * inactive switch (423, every path), and for data paths (needsAccess) the access state: offline
+ * 423, not approved 403.
  */
-export function gateSchool(ctx: Ctx, id: string, kind: 'list' | 'item' | 'access', needsAccess = true): SchoolState | null {
+export function gateSchool(ctx: Ctx, id: string, kind: 'list' | 'item' | 'access' | 'meta', needsAccess = true): SchoolState | null {
   const s = ctx.world.byId.get(id);
   if (!s) throw new HttpError(404, `school ${id} not found`);
   if (s.region.code !== ctx.region.code) {
     const lenient = ctx.world.regionMode === 'lenient';
     if (lenient && kind === 'list') return null;
-    if (!(lenient && kind === 'access' && ctx.isDefault)) throw new HttpError(404, `school ${id} not found in this region`);
+    const atDefault = lenient && ctx.isDefault && (kind === 'access' || kind === 'meta');
+    if (!atDefault) throw new HttpError(404, `school ${id} not found in this region`);
   }
   if (ctx.token.kind === 'school' && ctx.token.schoolId !== id) throw new HttpError(403, 'this school token belongs to another school');
   if (s.inactive) throw inactive(id);
@@ -118,6 +120,15 @@ export function gateSchool(ctx: Ctx, id: string, kind: 'list' | 'item' | 'access
 /** One object of an item URL: bare (spec 2.1) or as { data } (itemEnvelope 'data', like the official PHP client expects). */
 export function itemReply(ctx: Ctx, object: unknown, status?: number): Reply {
   return { status, body: ctx.world.itemEnvelope === 'data' ? { data: object } : object };
+}
+
+/**
+ * The object a POST or PUT created or changed: bare in both envelope modes. The spec does not show
+ * these bodies (4.5); the official PHP client's post() returns the decoded body itself and its
+ * callers read `->id` from it, while only its get() unwraps `->data` (docs/sandbox.md).
+ */
+export function writeReply(object: unknown, status?: number): Reply {
+  return { status, body: object };
 }
 
 function inactive(id: string): HttpError {

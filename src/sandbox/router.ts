@@ -4,6 +4,7 @@
  * log only shows what an exporter sent.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
 import type { RegionDef } from './fixtures.ts';
 import type { FaultRule } from './faults.ts';
 import { HttpError, sendError, sendJson, tokenOf } from './http-util.ts';
@@ -31,6 +32,7 @@ const ROUTES: [string, RegExp, Handler][] = [
   ['GET', new RegExp(`^/schools/${ID}/achievements$`), D.achievementsList],
   ['POST', new RegExp(`^/schools/${ID}/achievements$`), D.achievementCreate],
   ['GET', new RegExp(`^/schools/${ID}/achievements/attributes$`), D.attributes.list],
+  ['GET', new RegExp(`^/schools/${ID}/achievements/attributes/([^/]+)$`), D.attributes.item],
   ['GET', new RegExp(`^/schools/${ID}/achievements/([^/]+)$`), D.achievementItem],
   ['PUT', new RegExp(`^/schools/${ID}/achievements/([^/]+)$`), D.achievementUpdate],
   ['DELETE', new RegExp(`^/schools/${ID}/achievements/([^/]+)$`), D.achievementDelete],
@@ -123,9 +125,12 @@ async function handle(world: World, l: Listener, control: ControlHandler, req: I
 }
 
 /**
- * The origin the client addressed: its Host header (and X-Forwarded-Proto when a proxy set it),
- * so `next` URLs keep a client on the domain it was asked to use; the listener's own origin when
- * the Host header is missing or unusable.
+ * The origin the client addressed: its Host header, so `next` URLs keep a client on the domain it
+ * was asked to use; the listener's own origin when the Host header is missing or unusable. The
+ * scheme is X-Forwarded-Proto when a proxy set it; otherwise http for an IP address or localhost
+ * (this plain-HTTP listener reached directly) and https for any other name: a client that
+ * addresses the sandbox by a domain name reaches it through a TLS-terminating proxy, as it would
+ * the service, and must not be sent off its HTTPS proxy by page 2.
  */
 function requestOrigin(req: IncomingMessage, fallback: string): string {
   const host = req.headers.host;
@@ -134,12 +139,18 @@ function requestOrigin(req: IncomingMessage, fallback: string): string {
     .split(',')[0]!
     .trim()
     .toLowerCase();
-  const proto = forwarded === 'https' || forwarded === 'http' ? forwarded : 'http';
+  const proto = forwarded === 'https' || forwarded === 'http' ? forwarded : isLocalHost(host) ? 'http' : 'https';
   try {
     return new URL(`${proto}://${host}`).origin;
   } catch {
     return fallback;
   }
+}
+
+/** An IPv4 or bracketed IPv6 address, or localhost (any port): where plain HTTP is what was asked for. */
+export function isLocalHost(host: string): boolean {
+  const name = host.replace(/:\d{1,5}$/, '').toLowerCase();
+  return name.startsWith('[') || isIP(name) !== 0 || name === 'localhost' || name.endsWith('.localhost');
 }
 
 function decodeSegment(segment: string): string {

@@ -13,6 +13,7 @@ import {
   listReplyJson,
   requireFull,
   windowOf,
+  writeReply,
   type Ctx,
   type Handler,
 } from './route-kit.ts';
@@ -87,7 +88,7 @@ export const achievementCreate: Handler = async (ctx, [id]) => {
   const data = ctx.world.data(s);
   const w = validateAchievement(data, body, false);
   const i = data.add('achievements', w.links, w.patch);
-  return itemReply(ctx, data.render('achievements', i, ALL_ACH, ctx.scope), 201);
+  return writeReply(data.render('achievements', i, ALL_ACH, ctx.scope), 201);
 };
 
 export const achievementUpdate: Handler = async (ctx, [id, aid]) => {
@@ -95,7 +96,7 @@ export const achievementUpdate: Handler = async (ctx, [id, aid]) => {
   const body = await readJson(ctx.req);
   const w = validateAchievement(data, body, s.mis === 'SIMS');
   data.update('achievements', i, w.patch, w.links);
-  return itemReply(ctx, data.render('achievements', i, ALL_ACH, ctx.scope));
+  return writeReply(data.render('achievements', i, ALL_ACH, ctx.scope));
 };
 
 export const achievementDelete: Handler = (ctx, [id, aid]) => {

@@ -5,7 +5,7 @@ import { HttpError, readJson } from './http-util.ts';
 import { KIND, makeId } from './record-ids.ts';
 import { dateParam, gateSchool, itemReply, listReply, requireFull, type Handler, type Reply } from './route-kit.ts';
 import type { Scope } from './school-data.ts';
-import { PROPERTY_PERMISSIONS, maskedProperties, propertyIdentity } from './scopes.ts';
+import { PROPERTY_PERMISSIONS, maskedProperties, propertyIdentity, type PropertyPermissionNaming } from './scopes.ts';
 import { dt } from './time.ts';
 import type { SchoolState } from './world.ts';
 
@@ -102,7 +102,7 @@ export const oneSchool: Handler = (ctx, [id]) => {
 };
 
 export const schoolMeta: Handler = (ctx, [id]) => {
-  const s = gateSchool(ctx, id, 'item', false)!;
+  const s = gateSchool(ctx, id, 'meta', false)!;
   const data: Record<string, unknown> = {
     online: s.state !== 'offline',
     approved: isApproved(s.state) || s.state === 'offline',
@@ -149,36 +149,41 @@ const PERMISSIONS = [
     full: true,
   },
   { identity: 'acl.read', name: 'Read the access control list', group: 'School', parent: null, optional: true, full: true },
-  // Property permissions: the limited token lacks them, so it reads those properties as null.
-  ...PROPERTY_PERMISSIONS.map((p) => ({
-    identity: propertyIdentity(p),
+];
+
+/** Property permissions, named as the sandbox was told to: the limited token lacks them, so it reads those properties as null. */
+const propertyPermissions = (naming: PropertyPermissionNaming) =>
+  PROPERTY_PERMISSIONS.map((p) => ({
+    identity: propertyIdentity(p, naming),
     name: p.name,
     group: p.group,
     parent: p.parent,
     optional: true,
     full: true,
-  })),
-];
+  }));
 
 export const schoolPermissions: Handler = (ctx, [id]) => {
-  const s = gateSchool(ctx, id, 'item', false)!;
+  const s = gateSchool(ctx, id, 'meta', false)!;
   const from = dt(Date.parse('2024-01-02T09:00:00Z') * 1000 + s.ord * 1_000_000, s.zone);
-  const data = PERMISSIONS.filter((p) => ctx.scope.full || !p.full).map((p) => ({
-    identity: p.identity,
-    name: p.name,
-    description: `${p.name} (sandbox)`,
-    parent: p.parent,
-    group: p.group,
-    active_from: from,
-    optional: p.optional,
-    approved: isApproved(s.state),
-    audited: s.state === 'audited',
-  }));
+  const all = [...PERMISSIONS, ...propertyPermissions(ctx.world.opts.propertyPermissionNaming)];
+  const data = all
+    .filter((p) => ctx.scope.full || !p.full)
+    .map((p) => ({
+      identity: p.identity,
+      name: p.name,
+      description: `${p.name} (sandbox)`,
+      parent: p.parent,
+      group: p.group,
+      active_from: from,
+      optional: p.optional,
+      approved: isApproved(s.state),
+      audited: s.state === 'audited',
+    }));
   return { body: { data } };
 };
 
 export const schoolAcl: Handler = (ctx, [id]) => {
-  const s = gateSchool(ctx, id, 'item', false)!;
+  const s = gateSchool(ctx, id, 'meta', false)!;
   requireFull(ctx, 'the access control list');
   const v = ctx.url.searchParams.get('with_user_type');
   if (v !== null && !['true', 'false', '1', '0'].includes(v)) throw new HttpError(400, 'with_user_type must be true or false');

@@ -8,7 +8,7 @@ import { BASE_SPAN_US, DELETION_TYPE, RESOURCES, TIMELINE, type ResourceName } f
 import { EmbeddedPeople } from './embedded-people.ts';
 import { DeletionLog, seedDeletions, type DeletionEntry } from './deletions.ts';
 import { rnd, streamSeed } from './hash.ts';
-import { INDEX_BASE, KIND, STREAM_KIND, makeId, parseId } from './record-ids.ts';
+import { INDEX_BASE, KIND, STREAM_KIND, makeId, parseIdOf } from './record-ids.ts';
 import {
   CONTACTS_PER_SCHOOL,
   EMPLOYEES_PER_SCHOOL,
@@ -37,6 +37,11 @@ const NO_INCLUDES: ReadonlySet<string> = new Set();
 export class SchoolData {
   /** Migration generation: part of every id. Change it only through bumpGeneration(). */
   gen = 0;
+  /**
+   * Set by every mutation. A school whose data was never changed is a pure function of the seed
+   * and can be dropped and made again (World keeps only so many); a changed one must be kept.
+   */
+  mutated = false;
   readonly cols: Record<ResourceName, LazyCollection>;
   readonly deletions = new DeletionLog();
   private readonly streams: Record<ResourceName, number>;
@@ -52,6 +57,8 @@ export class SchoolData {
     readonly zone: string,
     achievements: number,
     private readonly tick: () => Micros,
+    /** Row counts that replace the defaults (the `rowsPerSchool: 'small'` option: SMALL_COUNTS). */
+    sizes: Partial<Record<ResourceName, number>> = {},
   ) {
     const counts: Record<ResourceName, number> = {
       achievements,
@@ -64,6 +71,7 @@ export class SchoolData {
       contacts: CONTACTS_PER_SCHOOL,
       groups: GROUPS_PER_SCHOOL,
       classes: CLASSES_PER_SCHOOL,
+      ...sizes,
     };
     const streams = {} as Record<ResourceName, number>;
     const cols = {} as Record<ResourceName, LazyCollection>;
@@ -98,8 +106,10 @@ export class SchoolData {
   }
 
   private rowOf(r: ResourceName, id: string): number | null {
-    const p = parseId(id);
-    if (!p || p.gen !== this.gen || p.ord !== this.ord || p.kind !== KIND[r]) return null;
+    // Read against this school's own prefix: past 9,999 schools the ordinal takes a fifth digit
+    // (record-ids.ts), which only the school itself can tell from the generation's digits.
+    const p = parseIdOf(id, this.gen, this.ord);
+    if (!p || p.kind !== KIND[r]) return null;
     const base = INDEX_BASE[r];
     if (base === undefined) return p.i;
     const i = p.i - base;
@@ -245,6 +255,7 @@ export class SchoolData {
 
   /** A completed migration: every id of the school changes. */
   bumpGeneration(): void {
+    this.mutated = true;
     this.gen++;
     this.changed('students');
     this.changed('employees');
@@ -276,12 +287,14 @@ export class SchoolData {
     // Includes are relations, not fields: they change through `links` only.
     const { id: _id, updated_at: _updated, ...fields } = patch;
     const clean = r === 'achievements' ? (({ students: _s, employees: _e, ...rest }) => rest)(fields) : fields;
+    this.mutated = true;
     this.cols[r].touch(i, { updated: this.tick(), patch: clean, ...(links ? { links } : {}) });
     this.changed(r);
   }
 
   /** Removes row i; returns the deletion record it produced (top-level types only). */
   remove(r: ResourceName, i: number): DeletionEntry | null {
+    this.mutated = true;
     const now = this.tick();
     const type = DELETION_TYPE[r];
     const rec = type ? this.render(r, i, new Set(), { full: true }) : null;
@@ -296,6 +309,7 @@ export class SchoolData {
    * API shows only for the types of spec 2.6 (so an achievement's record looks unchanged).
    */
   restore(r: ResourceName, i: number): DeletionEntry | null {
+    this.mutated = true;
     const now = this.tick();
     this.cols[r].touch(i, { updated: now, deleted: false });
     this.changed(r);
@@ -305,6 +319,7 @@ export class SchoolData {
   }
 
   add(r: ResourceName, links?: Record<string, number[]>, patch?: Rec): number {
+    this.mutated = true;
     const i = this.cols[r].add(this.tick());
     this.changed(r);
     if (links || patch) this.cols[r].touch(i, { updated: this.updated(r, i), ...(links ? { links } : {}), ...(patch ? { patch } : {}) });

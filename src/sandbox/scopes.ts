@@ -1,9 +1,10 @@
 /**
- * Property scopes (spec 5.3: "a property without an active scope has the value null"). One
- * convention, documented in docs/sandbox.md so a client can rely on it: a property permission has
- * identity `<resource>.<property>.read`, where `<resource>` names the table that holds the
- * property; a property whose permission the token lacks reads as null. The limited token lacks
- * every property permission listed here; the full token and school tokens have them all.
+ * Property scopes (spec 5.3: "a property without an active scope has the value null"). The spec
+ * says a permission identity has the form `<resource>.<action>` (2.4) but not how a property's
+ * permission is named, so the sandbox can name them several ways (option
+ * `propertyPermissionNaming`, docs/sandbox.md "Tokens and scopes"): a client must learn the names
+ * from the permissions list, never assume one. The limited token lacks every property permission
+ * listed here; the full token and school tokens have them all.
  */
 import type { Scope } from './school-data.ts';
 
@@ -35,8 +36,43 @@ export const PROPERTY_PERMISSIONS: readonly PropertyPermission[] = [
   },
 ];
 
-export function propertyIdentity(p: PropertyPermission): string {
-  return `${p.resource}.${p.property}.read`;
+/**
+ * How property permissions are named (all are `<resource part>.read`, as spec 2.4 requires):
+ * - dotted: `achievements.comment.read` (the default)
+ * - underscore: `achievement_comment.read` (singular resource, joined with _)
+ * - singular: `achievement.comment.read`
+ * - kebab: `achievements-comment.read`
+ * - upper: `ACHIEVEMENTS.COMMENT.READ`
+ * - opaque: `ach_note_1.read`, a name that says nothing of the property: only a configured
+ *   mapping (the exporter's `property_scopes`) can tell what it guards
+ */
+export type PropertyPermissionNaming = 'dotted' | 'underscore' | 'singular' | 'kebab' | 'upper' | 'opaque';
+export const PROPERTY_PERMISSION_NAMINGS: readonly PropertyPermissionNaming[] = [
+  'dotted',
+  'underscore',
+  'singular',
+  'kebab',
+  'upper',
+  'opaque',
+];
+
+const singular = (resource: string) => resource.replace(/s$/, '');
+
+export function propertyIdentity(p: PropertyPermission, naming: PropertyPermissionNaming = 'dotted'): string {
+  switch (naming) {
+    case 'dotted':
+      return `${p.resource}.${p.property}.read`;
+    case 'underscore':
+      return `${singular(p.resource)}_${p.property}.read`;
+    case 'singular':
+      return `${singular(p.resource)}.${p.property}.read`;
+    case 'kebab':
+      return `${p.resource}-${p.property.replace(/_/g, '-')}.read`;
+    case 'upper':
+      return `${p.resource}.${p.property}.read`.toUpperCase();
+    case 'opaque':
+      return `${p.resource.slice(0, 3)}_note_${PROPERTY_PERMISSIONS.indexOf(p) + 1}.read`;
+  }
 }
 
 const NONE: readonly string[] = [];

@@ -8,7 +8,8 @@ import { FaultQueue } from './faults.ts';
 import { RequestHooks } from './hooks.ts';
 import type { CursorPolicy } from './paginate.ts';
 import { hexOf } from './hash.ts';
-import { SchoolData, type Scope } from './school-data.ts';
+import { SchoolData, type ResourceName, type Scope } from './school-data.ts';
+import type { PropertyPermissionNaming } from './scopes.ts';
 import { WebhookSender } from './webhooks.ts';
 import { isoMicros, type Micros } from './time.ts';
 
@@ -38,6 +39,8 @@ export interface WorldOptions {
   seed: number;
   schools: number;
   achievementsPerSchool: number;
+  /** Row counts of the other resources: the defaults, or SMALL_COUNTS (a few rows per table, for thousands of schools). */
+  rowsPerSchool: RowsPerSchool;
   bigSchools: Record<string, number>;
   maxPerPage: number;
   naiveZone: string;
@@ -46,9 +49,31 @@ export interface WorldOptions {
   cursorMaxAgeMs?: number;
   itemEnvelope: ItemEnvelope;
   regionMode: RegionMode;
+  /** How property permissions are named in /permissions lists (scopes.ts). */
+  propertyPermissionNaming: PropertyPermissionNaming;
   /** How the sandbox waits (slow faults, latency); tests inject one that records instead of waiting. */
   sleep: (ms: number) => Promise<void>;
 }
+
+/**
+ * 'small': about two rows per table (achievements, unless achievementsPerSchool says otherwise,
+ * assessment aspects, result sets and results), for worlds of thousands of schools.
+ */
+export type RowsPerSchool = 'default' | 'small';
+export const ROWS_PER_SCHOOL: readonly RowsPerSchool[] = ['default', 'small'];
+export const SMALL_ACHIEVEMENTS = 2;
+const SMALL_COUNTS: Partial<Record<ResourceName, number>> = {
+  assessment_aspects: 2,
+  assessment_resultsets: 2,
+  assessment_results: 2,
+};
+
+/**
+ * Schools whose data was made and never changed that are kept at once: more are made again on
+ * their next request (the same data: it is a pure function of the seed), so 10,000 schools read
+ * once a night hold a bounded amount of memory. Changed schools are always kept.
+ */
+const PRISTINE_KEPT = 256;
 
 /** How item URLs answer: the object itself (spec 2.1) or { data: object }. */
 export type ItemEnvelope = 'bare' | 'data';
@@ -111,12 +136,36 @@ export class World {
     return { epoch: this.cursorEpoch, maxAgeMs: this.opts.cursorMaxAgeMs, nowMs: this.now().getTime() };
   }
 
+  /** Schools holding data that was never changed, least recently used first. */
+  private readonly pristine = new Set<SchoolState>();
+
   data(s: SchoolState): SchoolData {
-    if (!s.data) {
-      const n = this.opts.bigSchools[s.id] ?? this.opts.achievementsPerSchool;
-      s.data = new SchoolData(this.opts.seed, s.ord, s.zone, n, () => this.tick());
+    if (s.data) {
+      if (this.pristine.delete(s)) this.pristine.add(s); // most recently used now
+      return s.data;
     }
+    const n = this.opts.bigSchools[s.id] ?? this.opts.achievementsPerSchool;
+    const sizes = this.opts.rowsPerSchool === 'small' ? SMALL_COUNTS : {};
+    s.data = new SchoolData(this.opts.seed, s.ord, s.zone, n, () => this.tick(), sizes);
+    this.pristine.add(s);
+    if (this.pristine.size > PRISTINE_KEPT) this.forgetPristine();
     return s.data;
+  }
+
+  /** Drops the data of the least recently used unchanged schools; changed ones leave the list and stay. */
+  private forgetPristine(): void {
+    for (const old of this.pristine) {
+      if (this.pristine.size <= PRISTINE_KEPT) break;
+      this.pristine.delete(old);
+      if (!old.data?.mutated) old.data = undefined;
+    }
+  }
+
+  /** Schools whose data is held in memory now (changed ones, and at most PRISTINE_KEPT others). */
+  schoolsInMemory(): number {
+    let n = 0;
+    for (const s of this.schools) if (s.data) n++;
+    return n;
   }
 
   school(id: string): SchoolState {

@@ -1,4 +1,5 @@
-import { link, lstat, open, readdir, readFile, rm, rmdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { link, lstat, open, readdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ExportError, oneLine } from '../errors.ts';
@@ -40,17 +41,51 @@ export class LocalSink implements Sink {
     }
   }
 
-  async writeAtomic(relPath: string, data: string | Buffer): Promise<void> {
-    const file = await this.openFile(relPath);
+  /**
+   * A small file (state, manifest part) replaced atomically: the same temp + fsync + rename +
+   * directory fsync as openFile's commit, without a stream or a checksum (a nightly run at
+   * thousands of schools writes thousands of these).
+   */
+  async writeAtomic(relPath: string, data: string | Buffer, o: { nameDurable?: boolean } = {}): Promise<void> {
+    const finalPath = this.localPath(relPath);
+    const dir = path.dirname(finalPath);
+    const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    let tmp: string | undefined;
+    let renamed = false;
     try {
-      file.stream.end(data);
-      await file.commit();
-    } finally {
-      await file.abort();
+      const { fh, tmpPath } = await createTemp(dir, path.basename(finalPath), this.io, this.owner);
+      tmp = tmpPath;
+      try {
+        await writeAll(fh, [buf]);
+        await this.io.fsyncFile(fh, tmpPath);
+      } finally {
+        await fh.close();
+      }
+      await rename(tmpPath, finalPath);
+      renamed = true;
+      if (o.nameDurable !== false) await this.io.fsyncDir(dir);
+    } catch (e) {
+      // not durable means not written: nothing stays, as with openFile's commit
+      if (tmp && !renamed) await rm(tmp, { force: true }).catch(() => undefined);
+      if (renamed) await rm(finalPath, { force: true }).catch(() => undefined);
+      throw this.fail('writing', relPath, e);
     }
   }
 
   async createExclusive(relPath: string, data: string | Buffer): Promise<boolean> {
+    // A lease's temp file is written before its run holds the lease, so another run's sweep of
+    // dead runs' temp files may remove it meanwhile (link then finds it gone): write it again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.createExclusiveOnce(relPath, data);
+      } catch (e) {
+        const code = ((e as { cause?: unknown }).cause as NodeJS.ErrnoException | undefined)?.code;
+        if (code !== 'ENOENT' || attempt >= 3) throw e;
+      }
+    }
+  }
+
+  private async createExclusiveOnce(relPath: string, data: string | Buffer): Promise<boolean> {
     const finalPath = this.localPath(relPath);
     const dir = path.dirname(finalPath);
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
@@ -107,6 +142,9 @@ export class LocalSink implements Sink {
 
   async read(relPath: string): Promise<Buffer | undefined> {
     const p = this.localPath(relPath);
+    // Absent is the common answer (a school's directive, checked around every commit): asked
+    // without the cost of an ENOENT error (measured: most of a nightly run's directive checks).
+    if (!existsSync(p)) return undefined;
     try {
       return await readFile(p);
     } catch (e) {

@@ -1,5 +1,6 @@
 import {
   AbortMultipartUploadCommand,
+  DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -22,13 +23,15 @@ import {
   MIN_PART_SIZE,
 } from './s3-client.ts';
 import { openS3File } from './s3-file.ts';
+import { tagOperation, type S3Operation } from './s3-ops.ts';
+import { Housekeeping } from './housekeeping.ts';
 import type { S3SinkOptions, Sink, SinkFile, SinkOptions, TempEntry } from './types.ts';
 
 /** Checks the options, makes the sink and proves the bucket is reachable, before any export work. */
 export async function openS3Sink(bucket: string, prefix: string, opts: SinkOptions & { s3?: S3SinkOptions }): Promise<S3Sink> {
   if (opts.s3?.endpoint !== undefined) s3EndpointUrl(opts.s3.endpoint);
   checkEncryption(opts.s3?.sse);
-  const sink = new S3Sink(bucket, prefix, { ...opts.s3, owner: opts.owner });
+  const sink = new S3Sink(bucket, prefix, { ...opts.s3, owner: opts.owner, housekeeping: opts.housekeeping });
   try {
     await sink.verify();
   } catch (e) {
@@ -57,6 +60,8 @@ const DELETE_BATCH = 1000;
 /** A bucket and key prefix on S3 or an S3-compatible store. */
 export class S3Sink implements Sink {
   readonly url: string;
+  /** Which store holds the bucket: the endpoint (never with credentials), or AWS S3. */
+  readonly store: string;
   private readonly client: S3Client;
   private readonly bucket: string;
   private readonly keyPrefix: string;
@@ -64,6 +69,9 @@ export class S3Sink implements Sink {
   private readonly queueSize: number;
   private readonly encryption: ReturnType<typeof encryptionParams>;
   private readonly owner: string | undefined;
+  private readonly housekeeping: Housekeeping | undefined;
+  /** The store answered NotImplemented to DeleteObjects (GCS interoperability does): one DeleteObject per key. */
+  private singleDeletes = false;
 
   /** prefix: '' or 'a/b' (no leading or trailing '/'); openSink parses and checks it. */
   constructor(bucket: string, prefix: string, opts: S3SinkOptions & SinkOptions = {}, client: S3Client = createS3Client(opts)) {
@@ -76,12 +84,23 @@ export class S3Sink implements Sink {
     this.encryption = encryptionParams(opts.sse);
     if (opts.owner !== undefined) assertSafeOwner(opts.owner);
     this.owner = opts.owner;
+    this.housekeeping = opts.housekeeping;
+    this.store = describeStore(opts.endpoint ?? process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL);
+  }
+
+  /** Sends a command; a failure carries the operation's name, so a warning can name it and its IAM permission. */
+  private async send<T>(operation: S3Operation, request: (client: S3Client) => Promise<T>): Promise<T> {
+    try {
+      return await request(this.client);
+    } catch (e) {
+      throw tagOperation(e, operation);
+    }
   }
 
   /** Fails fast, before any export work, when the bucket is missing or the credentials cannot reach it. */
   async verify(): Promise<void> {
     try {
-      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+      await this.send('HeadBucket', (c) => c.send(new HeadBucketCommand({ Bucket: this.bucket })));
     } catch (e) {
       const status = httpStatus(e);
       const name = (e as Error)?.name;
@@ -121,7 +140,7 @@ export class S3Sink implements Sink {
   async writeAtomic(relPath: string, data: string | Buffer): Promise<void> {
     assertSafeRelPath(relPath);
     const body = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    await this.run('writing', relPath, () => this.client.send(new PutObjectCommand(this.putParams(relPath, body))));
+    await this.run('writing', relPath, () => this.send('PutObject', (c) => c.send(new PutObjectCommand(this.putParams(relPath, body)))));
   }
 
   /**
@@ -134,7 +153,7 @@ export class S3Sink implements Sink {
     const body = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     return this.run('creating', relPath, async () => {
       try {
-        await this.client.send(new PutObjectCommand({ ...this.putParams(relPath, body), IfNoneMatch: '*' }));
+        await this.send('PutObject', (c) => c.send(new PutObjectCommand({ ...this.putParams(relPath, body), IfNoneMatch: '*' })));
         return true;
       } catch (e) {
         const status = httpStatus(e);
@@ -152,13 +171,15 @@ export class S3Sink implements Sink {
       let keyMarker: string | undefined;
       let uploadIdMarker: string | undefined;
       for (;;) {
-        const page = await this.client.send(
-          new ListMultipartUploadsCommand({
-            Bucket: this.bucket,
-            Prefix: this.keyPrefix + prefix,
-            KeyMarker: keyMarker,
-            UploadIdMarker: uploadIdMarker,
-          }),
+        const page = await this.send('ListMultipartUploads', (c) =>
+          c.send(
+            new ListMultipartUploadsCommand({
+              Bucket: this.bucket,
+              Prefix: this.keyPrefix + prefix,
+              KeyMarker: keyMarker,
+              UploadIdMarker: uploadIdMarker,
+            }),
+          ),
         );
         for (const u of page.Uploads ?? []) {
           if (!u.Key?.startsWith(this.keyPrefix) || !u.UploadId) continue;
@@ -178,21 +199,42 @@ export class S3Sink implements Sink {
     });
   }
 
-  /** Aborts the incomplete uploads of runs that are gone (never this sink's own owner's). */
+  /**
+   * Aborts the incomplete uploads of runs that are gone (never this sink's own owner's). Best
+   * effort where the store lacks ListMultipartUploads or AbortMultipartUpload, or the credentials
+   * lack their permission: that is one warning for the run (housekeeping), the uploads stay for a
+   * bucket lifecycle rule, and nothing is reported as aborted that was not.
+   */
   async sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean): Promise<TempEntry[]> {
-    const dead = (await this.listTemp(prefix)).filter((t) => (this.owner === undefined || t.owner !== this.owner) && !isLive(t));
-    for (const t of dead) {
-      await this.run('aborting the upload of', t.relPath, async () => {
-        try {
-          await this.client.send(
-            new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.keyPrefix + t.relPath, UploadId: t.uploadId }),
-          );
-        } catch (e) {
-          if ((e as Error)?.name !== 'NoSuchUpload' && httpStatus(e) !== 404) throw e; // finished or aborted meanwhile
-        }
-      });
+    let uploads: TempEntry[];
+    try {
+      uploads = await this.listTemp(prefix);
+    } catch (e) {
+      if (!this.housekeeping || !Housekeeping.refused(e)) throw e;
+      this.housekeeping.failed('sweeping incomplete uploads of killed runs', e);
+      return [];
     }
-    return dead;
+    const dead = uploads.filter((t) => (this.owner === undefined || t.owner !== this.owner) && !isLive(t));
+    const aborted: TempEntry[] = [];
+    for (const t of dead) {
+      try {
+        await this.run('aborting the upload of', t.relPath, async () => {
+          try {
+            await this.send('AbortMultipartUpload', (c) =>
+              c.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.keyPrefix + t.relPath, UploadId: t.uploadId })),
+            );
+          } catch (e) {
+            if ((e as Error)?.name !== 'NoSuchUpload' && httpStatus(e) !== 404) throw e; // finished or aborted meanwhile
+          }
+        });
+        aborted.push(t);
+      } catch (e) {
+        if (!this.housekeeping || !Housekeeping.refused(e)) throw e;
+        this.housekeeping.failed('aborting incomplete uploads of killed runs', e);
+        break; // every other abort would be refused the same way
+      }
+    }
+    return aborted;
   }
 
   private putParams(relPath: string, body: Buffer): PutObjectCommandInput {
@@ -203,7 +245,9 @@ export class S3Sink implements Sink {
     assertSafeRelPath(relPath);
     return this.run('reading', relPath, async () => {
       try {
-        const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyPrefix + relPath }));
+        const out = await this.send('GetObject', (c) =>
+          c.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyPrefix + relPath })),
+        );
         return out.Body ? Buffer.from(await out.Body.transformToByteArray()) : Buffer.alloc(0);
       } catch (e) {
         if (isNotFound(e)) return undefined;
@@ -218,8 +262,8 @@ export class S3Sink implements Sink {
       const out: string[] = [];
       let token: string | undefined;
       do {
-        const page = await this.client.send(
-          new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.keyPrefix + prefix, ContinuationToken: token }),
+        const page = await this.send('ListObjectsV2', (c) =>
+          c.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.keyPrefix + prefix, ContinuationToken: token })),
         );
         for (const obj of page.Contents ?? []) {
           if (obj.Key?.startsWith(this.keyPrefix)) out.push(obj.Key.slice(this.keyPrefix.length));
@@ -235,16 +279,31 @@ export class S3Sink implements Sink {
     for (let i = 0; i < relPaths.length; i += DELETE_BATCH) {
       const batch = relPaths.slice(i, i + DELETE_BATCH);
       await this.run('removing', batch[0], async () => {
-        const out = await this.client.send(
-          new DeleteObjectsCommand({
-            Bucket: this.bucket,
-            Delete: { Objects: batch.map((p) => ({ Key: this.keyPrefix + p })), Quiet: true },
-          }),
-        );
-        const failed = out.Errors ?? [];
-        if (failed.length > 0) {
-          throw new Error(`${failed.length} object(s) not removed, first ${failed[0].Key}: ${failed[0].Code} ${failed[0].Message ?? ''}`);
+        if (!this.singleDeletes) {
+          try {
+            const out = await this.send('DeleteObjects', (c) =>
+              c.send(
+                new DeleteObjectsCommand({
+                  Bucket: this.bucket,
+                  Delete: { Objects: batch.map((p) => ({ Key: this.keyPrefix + p })), Quiet: true },
+                }),
+              ),
+            );
+            const failed = out.Errors ?? [];
+            if (failed.length > 0) {
+              throw new Error(
+                `${failed.length} object(s) not removed, first ${failed[0].Key}: ${failed[0].Code} ${failed[0].Message ?? ''}`,
+              );
+            }
+            return;
+          } catch (e) {
+            // Some S3-compatible stores (GCS interoperability) lack the batch delete: one request per key instead.
+            if ((e as Error)?.name !== 'NotImplemented' && httpStatus(e) !== 501) throw e;
+            this.singleDeletes = true;
+          }
         }
+        for (const p of batch)
+          await this.send('DeleteObject', (c) => c.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyPrefix + p })));
       });
     }
   }
@@ -260,5 +319,15 @@ export class S3Sink implements Sink {
       if (e instanceof ExportError) throw e;
       throw new ExportError('E_SINK', `${action} ${this.url}/${relPath} failed: ${oneLine(e)}`, { cause: e });
     }
+  }
+}
+
+/** The store in messages: the endpoint without credentials or path, or AWS S3. */
+function describeStore(endpoint: string | undefined): string {
+  if (!endpoint) return 'AWS S3';
+  try {
+    return `the S3-compatible store at ${new URL(endpoint).origin}`;
+  } catch {
+    return 'an S3-compatible store';
   }
 }

@@ -1,3 +1,4 @@
+import type { Housekeeping } from './housekeeping.ts';
 import type { Writable } from 'node:stream';
 
 /**
@@ -17,10 +18,16 @@ export interface SinkFile {
 export interface Sink {
   /** 'file:///abs/dir' or 's3://bucket/prefix': for messages and manifests. Never carries credentials. */
   readonly url: string;
+  /** Which store serves the destination (S3: its endpoint, or AWS S3), for messages; a sink with one has its conditional writes checked before the lease trusts them. */
+  readonly store?: string;
   /** relPath like 'achievements/region=uk/school_id=A1/RUN-0001.parquet' ('/' separators). */
   openFile(relPath: string): Promise<SinkFile>;
-  /** Small files (state, manifests), replaced atomically. */
-  writeAtomic(relPath: string, data: string | Buffer): Promise<void>;
+  /**
+   * Small files (state, manifests), replaced atomically. `o.nameDurable: false` (local): the
+   * directory is not fsynced after the rename, for a file whose loss after a crash only costs
+   * redoing work (a school's state: its old version stays, the next run reads those rows again).
+   */
+  writeAtomic(relPath: string, data: string | Buffer, o?: { nameDurable?: boolean }): Promise<void>;
   /** The file's bytes, or undefined when absent. */
   read(relPath: string): Promise<Buffer | undefined>;
   /** Relative paths of committed files whose path starts with prefix ('' for all), sorted. */
@@ -77,6 +84,8 @@ export interface SinkOptions {
    * of a dead run from the work of a live one. Letters, digits, '.', '_' and '-'.
    */
   owner?: string;
+  /** Where a sweep the store refuses (unsupported, access denied) is reported instead of failing (sink/housekeeping.ts). */
+  housekeeping?: Housekeeping;
 }
 
 /** Server-side encryption of every object written (data, manifests, state, leases). */

@@ -290,7 +290,7 @@ export class ApiClient {
         return;
       } catch (e) {
         if (call.signal?.aborted) throw e;
-        const v = classifyFailure(e);
+        const v = classifyFailure(e, call.url.host);
         if (!v.retriable) throw this.contextualize(e, call);
         const reason = redactText(v.reason, call.secrets);
         firstFailure ??= this.clock.now();

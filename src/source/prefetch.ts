@@ -17,6 +17,13 @@ export function startPage<B>(open: (signal: AbortSignal) => AsyncGenerator<B>): 
 }
 
 /**
+ * The reason pages are aborted with when a walk stops (also after its last page, to release its
+ * connection): one instance, since abort() without a reason builds a DOMException, stack trace
+ * included, every time (measured: a visible share of a nightly run of thousands of small tasks).
+ */
+const STOPPED = new DOMException('This operation was aborted', 'AbortError');
+
+/**
  * Walks the pages of one pagination. As soon as a page's last batch says where the next page is,
  * that page is started, so it downloads while the consumer handles this one: one page ahead,
  * never more. Stopping early aborts whatever was started and releases its connection.
@@ -55,7 +62,7 @@ export async function* walkPages<B extends { last: boolean; meta?: { pagination?
   } finally {
     for (const p of [ahead, current]) {
       if (!p) continue;
-      p.abort.abort();
+      p.abort.abort(STOPPED);
       await p.first.catch(() => undefined);
       await p.gen.return(undefined as never).catch(() => undefined);
     }

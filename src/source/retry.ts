@@ -70,13 +70,17 @@ export interface Verdict {
   retryAfterMs?: number;
 }
 
-/** Decides once whether a failure is worth another attempt, and says why in words. */
-export function classifyFailure(e: unknown): Verdict {
+/**
+ * Decides once whether a failure is worth another attempt, and says why in words. A network
+ * error names the host it happened with (`host`: the request's), so "connection refused" says
+ * which of the API URL and the regional domains refused.
+ */
+export function classifyFailure(e: unknown, host?: string): Verdict {
   if (e instanceof RetriableStatus) return { retriable: true, reason: e.message, retryAfterMs: e.retryAfterMs };
   if (e instanceof ApiError) return { retriable: e.retriable, reason: e.message };
   const code = (e as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && RETRIABLE_NETWORK.has(code)) {
-    return { retriable: true, reason: `network error ${code}` };
+    return { retriable: true, reason: `network error ${code}${host ? ` from ${host}` : ''}` };
   }
   return { retriable: false, reason: e instanceof Error ? e.message : String(e) };
 }

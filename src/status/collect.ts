@@ -4,6 +4,7 @@ import { isStale, readLeases } from '../manifest/lease.ts';
 import { listStates, readState } from '../manifest/state-store.ts';
 import type { ManifestTask, RunManifest, SchoolDirective } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
+import { policyStatus, type PolicyStatus } from '../privacy/status.ts';
 
 /**
  * What a destination holds, read from its own files only (state, directives, manifests, leases):
@@ -36,6 +37,8 @@ export interface RunStatus {
   duration_seconds: number | null;
   shard: string | null;
   tasks: number;
+  /** Full reads whose content equalled the last committed version: no file written. */
+  unchanged: number;
   rows: number;
   failures: number;
 }
@@ -67,6 +70,8 @@ export interface StatusReport {
   runs: RunStatus[];
   deactivated: DeactivatedSchool[];
   locks: LockStatus[];
+  /** The personal-data policy and format the destination keeps, and what is left of a weaker policy. */
+  personal_data?: PolicyStatus;
   /** Files that could not be read, each named with why: shown, never fatal. */
   problems: string[];
 }
@@ -120,6 +125,7 @@ function runStatus(id: string, m: DocHeader | RunManifest | undefined, partTasks
     duration_seconds: started ? secondsBetween(finished ? new Date(finished) : now, started) : null,
     shard: m?.shard ? `${m.shard.index}/${m.shard.count}` : (/-s(\d+)of(\d+)$/.exec(id)?.slice(1).join('/') ?? null),
     tasks: totals ? Object.values(totals.tasks).reduce((a, b) => a + (b ?? 0), 0) : tasks.length,
+    unchanged: totals ? (totals.tasks.unchanged ?? 0) : tasks.filter((t) => t.status === 'unchanged').length,
     rows: totals
       ? Object.values(totals.rows).reduce((a, b) => a + b, 0)
       : tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
@@ -192,13 +198,16 @@ export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number }
     }
   }
   attachFailures(tasks, runDocs);
+  const personal = await policyStatus(
+    sink,
+    states.filter((s) => s !== undefined),
+  ).catch((e: unknown) => void problems.push((e as Error).message));
 
+  // a directive per school the receiver ever heard of: read like the states, a few at a time
+  const directives = await Promise.all((await sink.list(DIRECTIVES)).map((p) => limit(() => readJson<SchoolDirective>(sink, p, problems))));
   const deactivated: DeactivatedSchool[] = [];
-  for (const p of await sink.list(DIRECTIVES)) {
-    const d = await readJson<SchoolDirective>(sink, p, problems);
-    if (d?.deactivated) deactivated.push({ type: 'deactivated', school_id: d.school_id, ...d.deactivated });
-  }
-  return { dest: sink.url, tasks, runs, deactivated, locks, problems };
+  for (const d of directives) if (d?.deactivated) deactivated.push({ type: 'deactivated', school_id: d.school_id, ...d.deactivated });
+  return { dest: sink.url, tasks, runs, deactivated, locks, ...(personal ? { personal_data: personal } : {}), problems };
 }
 
 /**

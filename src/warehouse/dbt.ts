@@ -90,9 +90,9 @@ export function dbtSources(opts: DbtOptions): DbtSources {
         name: col.name,
         description: columnDescription(col, t, r),
         data_type: d.finalType(col.type),
-        ...(keyTests.some((k) => k.kind === 'not_null' && k.column === col.name) ? { tests: ['not_null'] } : {}),
+        ...(keyTests.some((k) => k.kind === 'not_null' && k.column === col.name) ? { data_tests: ['not_null'] } : {}),
       })),
-      tests: keyTests
+      data_tests: keyTests
         .filter((k) => k.kind !== 'not_null')
         .map((k) =>
           k.kind === 'unique'

@@ -2,7 +2,7 @@ import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Readable } from 'node:stream';
 import { ExportError } from '../errors.ts';
 import { isSafeId } from '../ids.ts';
-import { MANIFEST_DIR, readDoc, type DocChunk, type ManifestDoc, type ManifestSource } from '../manifest/layout.ts';
+import { MANIFEST_DIR, RUN_ID, readDoc, type DocChunk, type ManifestDoc, type ManifestSource } from '../manifest/layout.ts';
 import type { ManifestTask } from '../manifest/types.ts';
 import { T } from './nightly.ts';
 import { duckdbSql } from './render-duckdb.ts';
@@ -126,7 +126,7 @@ export class ManifestTables {
         }
       }
     }
-    for (const p of chunk.purged) await this.row(T.purges, [runId, safeSchool(runId, p.school_id), chunk.doc.path]);
+    for (const p of purgesOf(runId, chunk.purged)) await this.row(T.purges, [p.runId, p.schoolId, chunk.doc.path]);
   }
 
   /** Reads documents into the tables, a few ahead (parts are at most 1 MB; an old run manifest is read alone). */
@@ -162,6 +162,24 @@ function columnsOf(m: ManifestTask['scope_masked']): [string, string][] {
 }
 
 // School ids end up in SQL text and paths: only the id form the API uses is accepted.
+/**
+ * A document's purges, checked, each at the run it applies at: a purge of what a weaker
+ * personal-data policy wrote (before_run) removes the rows of runs before that run, not before
+ * the purge's own, so it is applied as a purge at before_run.
+ */
+export function purgesOf(runId: string, purged: DocChunk['purged']): { runId: string; schoolId: string }[] {
+  return purged.map((p) => ({
+    runId: p.before_run === undefined ? runId : checkedRunId(runId, p.before_run),
+    schoolId: safeSchool(runId, p.school_id),
+  }));
+}
+
+function checkedRunId(runId: string, v: unknown): string {
+  if (typeof v !== 'string' || !RUN_ID.test(v))
+    throw new ExportError('E_STATE', `manifest ${runId} names an unsafe before_run ${JSON.stringify(String(v)).slice(0, 60)}`);
+  return v;
+}
+
 function safeSchool(runId: string, id: unknown): string {
   if (!isSafeId(id))
     throw new ExportError('E_STATE', `manifest ${runId} names an unsafe school id ${JSON.stringify(String(id)).slice(0, 60)}`);

@@ -105,9 +105,10 @@ export function manifestStatements({ plan, d }: NightlyParts, docs: string): str
       `SELECT ${identity}, ${j.str(file.value, ['table'])} AS ${c('table_name')}, ${j.str(file.value, ['path'])} AS ${c('path')}, ` +
         `${j.int(file.value, ['rows'])} AS ${c('row_count')}, ${j.str(file.value, ['sha256'])} AS ${c('sha256')} FROM ${d.temp(T.tasks)} AS t${file.from}`,
     ),
+    // A purge with before_run (files a weaker personal-data policy wrote) counts from that run.
     d.createTemp(
       T.purges,
-      `SELECT ${j.str('d.doc', ['run_id'])} AS ${c('run_id')}, ${j.str(purge.value, ['school_id'])} AS ${c('school_id')} ` +
+      `SELECT COALESCE(${j.str(purge.value, ['before_run'])}, ${j.str('d.doc', ['run_id'])}) AS ${c('run_id')}, ${j.str(purge.value, ['school_id'])} AS ${c('school_id')} ` +
         `FROM ${d.temp(T.docs)} AS d${purge.from}`,
     ),
     // scope_masked and scope_guarded map table -> columns: one unnest per known table keeps the text bounded.

@@ -4,3 +4,7 @@ export { validateEvent, redactEvent, type WebhookEvent, type Validation } from '
 export { eventId, eventPath, listEventRecords, EVENTS_PREFIX, type EventRecord } from './event-log.ts';
 export { purgeSchool, selectSchoolPaths, type PurgeResult } from './purge.ts';
 export { tokenFilePath } from './token-store.ts';
+export { RunQueue, QUEUE_DEFAULTS, type RunQueueOptions } from './run-queue.ts';
+export { processRunner, type ChildRunner, type ChildRun, type RunRequest, type RunOutcome } from './child-run.ts';
+export { readWebhookQueue, renderWebhookQueue, QUEUE_PATH, type QueueFile } from './queue-file.ts';
+export { realTimers, type Timers } from './timers.ts';

@@ -5,7 +5,8 @@ import type { Sink } from '../sink/types.ts';
 import { ConfigError, oneLine } from '../errors.ts';
 import { applyWebhookEvent } from './apply.ts';
 import { validateEvent } from './events.ts';
-import { RunQueue, runCommand, type Command } from './run-queue.ts';
+import { processRunner, type ChildRunner } from './child-run.ts';
+import { RunQueue, type RunQueueOptions } from './run-queue.ts';
 import { assertTokenDirOutsideDest } from './token-store.ts';
 
 /**
@@ -29,13 +30,19 @@ export interface WebhookReceiverOptions {
    * larger of 1 MiB and 4 × maxBodyBytes. Past it the answer is sent and the connection closed.
    */
   maxDiscardBytes?: number;
-  log?: (e: object) => void;
-  /** how a run is started for an approved school (tests replace the real `school-export run`) */
-  runCommand?: (schoolId: string) => Command;
+  log?: (e: { event: string } & Record<string, unknown>) => void;
+  /** The destination settings the runs are given (`--dest`, `--s3-endpoint`, `--s3-region`), so they write where the receiver reads. */
+  runDest?: { dest: string; s3Endpoint?: string; s3Region?: string };
+  /** How a run is started (tests run the pipeline in-process); default `school-export run runPipeline ...` as a child process. */
+  runner?: ChildRunner;
+  /** Run queue settings (docs/webhooks.md "The run queue"). */
+  queue?: Partial<Omit<RunQueueOptions, 'sink' | 'runner' | 'log'>>;
 }
 
 export interface WebhookReceiver {
   url: string;
+  /** With --run (or a runner): the run queue. */
+  queue?: RunQueue;
   close(): Promise<void>;
 }
 
@@ -65,7 +72,10 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY;
   const maxDiscard = opts.maxDiscardBytes ?? Math.max(1024 * 1024, 4 * maxBody);
   const secretHash = sha256(opts.secret);
-  const runs = opts.runPipeline ? new RunQueue(opts.runCommand ?? ((id) => runCommand(opts.runPipeline!, id)), log) : undefined;
+  const runner =
+    opts.runner ?? (opts.runPipeline ? processRunner({ pipeline: opts.runPipeline, ...runDestOptions(opts.runDest) }) : undefined);
+  // the queue is read before the port opens: a queue file that cannot be read stops the start
+  const runs = runner ? await RunQueue.open({ ...opts.queue, sink: opts.sink, runner, log }) : undefined;
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
@@ -84,8 +94,11 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
         duplicate: r.duplicate,
         actions: r.actions,
       });
+      // queued (and the queue saved) before the answer: a 2xx means a run will come for the school
+      if (r.runSchool && runs) await runs.add(r.runSchool);
+      const off = r.directive?.deactivated;
+      if (off && schoolId && runs) await runs.drop(schoolId, `access ${off.event}: ${off.reason}`);
       send(res, 200, r.duplicate ? { duplicate: true, id: r.id } : { ok: true, id: r.id, actions: r.actions });
-      if (r.runSchool && runs) runs.request(r.runSchool);
     } catch (e) {
       if (e instanceof Reject) {
         log({ event: 'webhook_rejected', status: e.status, reason: e.reason });
@@ -107,14 +120,20 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
   const server = createServer((req, res) => void handle(req, res));
   server.requestTimeout = 30_000; // a webhook body is small: a slow sender is not waited on for minutes
   server.headersTimeout = 10_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
+    });
+  } catch (e) {
+    await runs?.close(); // the port is taken: the queue stays saved for the next start
+    throw e;
+  }
   const addr = server.address() as AddressInfo;
   const host = addr.address.includes(':') ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${host}:${addr.port}/webhooks/${opts.secret}`,
+    ...(runs ? { queue: runs } : {}),
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -123,6 +142,10 @@ export async function startWebhookReceiver(opts: WebhookReceiverOptions): Promis
       await runs?.close();
     },
   };
+}
+
+function runDestOptions(d: WebhookReceiverOptions['runDest']): { dest?: string; s3Endpoint?: string; s3Region?: string } {
+  return d ? { dest: d.dest, s3Endpoint: d.s3Endpoint, s3Region: d.s3Region } : {};
 }
 
 function sha256(s: string): Buffer {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { runBench, SCALES } from '../../bench/bench.ts';
+import { expectScaleFigures } from './scale-checks.ts';
 
 describe('npm run bench --tiny', () => {
   it('measures every section on tiny data and prints one table', async () => {
@@ -87,6 +88,8 @@ describe('npm run bench --tiny', () => {
     expect(inc.incremental.rows).toBeGreaterThanOrEqual(inc.changed);
     expect(inc.incremental.requests).toBeLessThan(inc.full.requests);
 
+    expectScaleFigures(results, table);
+
     for (const section of [
       '1 ceiling',
       '2 end to end',
@@ -102,5 +105,5 @@ describe('npm run bench --tiny', () => {
     ]) {
       expect(table).toContain(section);
     }
-  }, 180_000);
+  }, 240_000);
 });

@@ -63,6 +63,40 @@ describe('exit status', () => {
       expect(sb.control.requests()).toEqual([]);
     });
 
+    it('a group named alone says which subcommands it has (not yargs\' "Not enough non-option arguments"), exit 2', async () => {
+      const r = await cli(['warehouse'], {});
+      expect([r.code, r.stderr]).toEqual([
+        2,
+        'school-export: name an action: load, sql, dbt or manifests\n(see school-export warehouse --help)\n',
+      ]);
+      const s = await cli(['schools'], {});
+      expect([s.code, s.stderr.split('\n')[0]]).toEqual([2, 'school-export: name a subcommand: list or show']);
+    });
+
+    it('an S3 endpoint nothing answers at: one line naming it, before any API request; exit 1 (E_SINK: the next run retries)', async () => {
+      const { createServer } = await import('node:net');
+      const srv = createServer();
+      await new Promise<void>((res) => srv.listen(0, '127.0.0.1', res));
+      const port = (srv.address() as { port: number }).port;
+      await new Promise<void>((res) => srv.close(() => res()));
+      sb.control.clearRequests();
+      const env = {
+        SCHOOL_API_TOKEN: sb.tokens.full,
+        SCHOOL_EXPORT_API_URL: sb.url,
+        AWS_ACCESS_KEY_ID: 'k',
+        AWS_SECRET_ACCESS_KEY: 's',
+        AWS_REGION: 'us-east-1',
+        AWS_MAX_ATTEMPTS: '1',
+      };
+      const r = await cli(['run', '--dest', 's3://bucket/exports', '--s3-endpoint', `http://127.0.0.1:${port}`, '--progress', 'none'], env);
+      expect(r.code).toBe(1);
+      // one line of ours (on Node 20 the AWS SDK's own NodeVersionSupportWarning precedes it)
+      const ours = r.stderr.split('\n').filter((l) => l.startsWith('school-export:'));
+      expect(ours).toHaveLength(1);
+      expect(ours[0]).toMatch(new RegExp(`^school-export: cannot reach s3://bucket/exports: .*ECONNREFUSED 127\\.0\\.0\\.1:${port}$`));
+      expect(sb.control.requests()).toEqual([]);
+    });
+
     it('commands that read an export create nothing at a mistyped --dest: one line, exit 2', async () => {
       const typo = join(process.cwd(), 'no-such-export-dir', 'exports');
       for (const args of [

@@ -33,4 +33,16 @@ describe('signals', () => {
     expect(i.exitCode()).toBe(130);
     i.dispose();
   });
+
+  it('the run signal takes a listener per request in flight without a MaxListeners warning on stderr', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const i = onInterrupt(fakeProcess());
+    for (let n = 0; n < 64; n++) i.signal.addEventListener('abort', () => {});
+    await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+    process.off('warning', onWarning);
+    expect(warnings.map((w) => w.name)).toEqual([]);
+    i.dispose();
+  });
 });

@@ -81,14 +81,14 @@ describe('school-export status', () => {
     await sb?.close();
   });
 
-  it('local destination: NDJSON per lease, run, school × table and deactivated school; a table on a terminal', async () => {
+  it('local destination: --json gives NDJSON per lease, run, table, school × table and deactivated school; the default is a summary', async () => {
     const t = tempDir('status-');
     try {
       const summary = await exportOnce(sb, t.dir, { format: 'ndjson', resources: ['schools', 'achievements'] });
       expect(summary.status).toBe('ok');
       await addRunArtifacts(new LocalSink(t.dir));
 
-      const text = await capture((io) => statusCommandRun({ dest: t.dir }, io, NOW)); // piped: NDJSON
+      const text = await capture((io) => statusCommandRun({ dest: t.dir, json: true }, io, NOW));
       const lines = text
         .trim()
         .split('\n')
@@ -100,7 +100,7 @@ describe('school-export status', () => {
       ]);
       const runs = byType('run');
       expect(runs.map((r) => r.run_id)).toEqual([FAILED_RUN, summary.runId]); // newest first
-      expect(runs[0]).toMatchObject({ status: 'partial', duration_seconds: 42, failures: 1, tasks: 2, rows: 1 });
+      expect(runs[0]).toMatchObject({ status: 'partial', duration_seconds: 42, failures: 1, tasks: 2, unchanged: 0, rows: 1 });
       expect(runs[1]).toMatchObject({ status: 'ok', failures: 0 });
       expect(runs[1].rows).toBeGreaterThan(0);
 
@@ -126,17 +126,45 @@ describe('school-export status', () => {
           },
         }),
       ]);
+      expect(byType('table')).toEqual([
+        expect.objectContaining({ table: 'achievements', schools: 2, failing: 1, never_committed: 0, resuming: 0 }),
+        expect.objectContaining({ table: 'schools', schools: 2, failing: 0 }),
+      ]);
       expect(byType('deactivated')).toEqual([
         { type: 'deactivated', school_id: 'A1002', reason: 'access revoked', at: '2029-12-30T10:00:00.000Z', event: 'accessRevoked' },
       ]);
 
-      const table = await capture((io) => statusCommandRun({ dest: t.dir }, io, NOW), true);
-      expect(table).toMatch(/RUN IN PROGRESS \(lease held\)/);
-      expect(table).toMatch(/node-7\s+4242/);
-      expect(table).toMatch(/LAST 2 RUNS/);
-      expect(table).toMatch(/A1001\s+uk\s+achievements\s+\S+\s+\S+.*E_HTTP_RETRIES in 20291231T230000\.000Z-beef/);
-      expect(table).toMatch(/DEACTIVATED BY WEBHOOKS/);
-      expect(table).not.toContain('{"');
+      for (const tty of [true, false]) {
+        // the summary whether or not stdout is a terminal (a cron job's mail, a file): NDJSON only with --json
+        const table = await capture((io) => statusCommandRun({ dest: t.dir }, io, NOW), tty);
+        expect(table).toMatch(/RUN IN PROGRESS \(lease held\)/);
+        expect(table).toMatch(/node-7\s+4242/);
+        expect(table).toMatch(/LAST 2 RUNS/);
+        expect(table).toMatch(/TABLES \(2 schools; /);
+        expect(table).toMatch(/\n {0}achievements\s+2\s+\S+( \S+)?\s+\S+( \S+)?\s+0\s+1\s+0\n/);
+        // the failing school first among the worst
+        expect(table).toMatch(
+          /WORST 4 [^\n]*\nschool[^\n]*\nA1001\s+uk\s+achievements\s+\S+\s+\S+.*E_HTTP_RETRIES in 20291231T230000\.000Z-beef/,
+        );
+        expect(table).toMatch(/DEACTIVATED BY WEBHOOKS/);
+        expect(table).not.toContain('{"');
+      }
+      const failingText = await capture((io) => statusCommandRun({ dest: t.dir, failing: true }, io, NOW));
+      expect(failingText).toMatch(/SCHOOLS AND TABLES, failing \(1\)\nschool.*\nA1001\s+uk\s+achievements.*E_HTTP_RETRIES/);
+      const one = await capture((io) => statusCommandRun({ dest: t.dir, table: 'schools' }, io, NOW));
+      expect(one).toMatch(/SCHOOLS AND TABLES: schools \(2\)/);
+      expect(one.match(/^A100\d\s+\S+\s+schools\s/gm)).toHaveLength(2);
+      expect(one).not.toMatch(/^A100\d\s+\S+\s+achievements\s/m);
+      const all = await capture((io) => statusCommandRun({ dest: t.dir, schools: true }, io, NOW));
+      expect(all.match(/^A100\d\s+\S+\s+(schools|achievements)\s/gm)).toHaveLength(4);
+      const jsonOne = (await capture((io) => statusCommandRun({ dest: t.dir, table: 'schools', json: true }, io, NOW)))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(jsonOne.filter((l) => l.type === 'task').map((l) => l.resource)).toEqual(['schools', 'schools']);
+      await expect(statusCommandRun({ dest: t.dir, table: 'achievments' }, undefined, NOW)).rejects.toThrow(
+        '--table achievments: this destination holds no such table (it holds achievements, schools)',
+      );
     } finally {
       t.cleanup();
     }
@@ -181,7 +209,7 @@ describe('school-export status', () => {
       } finally {
         await sink.close();
       }
-      const lines = (await capture((io) => statusCommandRun({ dest, 's3-endpoint': store.endpoint }, io, NOW)))
+      const lines = (await capture((io) => statusCommandRun({ dest, 's3-endpoint': store.endpoint, json: true }, io, NOW)))
         .trim()
         .split('\n')
         .map((l) => JSON.parse(l));

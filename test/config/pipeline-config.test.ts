@@ -42,9 +42,13 @@ describe('pipeline files', () => {
     expect(() => resolveRunConfig(file({ api_url: 'https://x.example', shard: '4/4' }), {})).toThrow(/shard: index 4 must be below/);
   });
 
-  it('reports invalid JSON with the file name', () => {
+  it('reports invalid JSON with the file name, line and column', () => {
     const p = file('{ "api_url": ');
-    expect(() => resolveRunConfig(p, {})).toThrow(new RegExp(`pipeline file ${p.replace(/[/.]/g, '\\$&')}: not valid JSON`));
+    expect(() => resolveRunConfig(p, {})).toThrow(new RegExp(`pipeline file ${p.replace(/[/.]/g, '\\$&')}:1:14: not valid JSON`));
+    const q = file('{\n  "dest": "./x",\n  "format": csv\n}\n');
+    expect(() => resolveRunConfig(q, {})).toThrow(new RegExp(`${q.replace(/[/.]/g, '\\$&')}:3:13: not valid JSON \\(Unexpected token`));
+    const r = file('{\n  "dest": "./x",\n}\n');
+    expect(() => resolveRunConfig(r, {})).toThrow(new RegExp(`${r.replace(/[/.]/g, '\\$&')}:3:1: not valid JSON`));
   });
 
   it('flags win over the file, and defaults fill the rest', () => {

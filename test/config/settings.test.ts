@@ -56,11 +56,14 @@ const INTERFACE_KEYS: Record<PipelineKey, true> = {
   checkpoint_pages: true,
   checkpoint_seconds: true,
   wait_for_lock: true,
+  lock: true,
+  property_scopes: true,
   windows: true,
   purge_on_revoke: true,
   shard: true,
   progress: true,
   log_level: true,
+  metrics_file: true,
   s3_sse: true,
   s3_sse_kms_key_id: true,
   personal_data: true,
@@ -182,8 +185,12 @@ describe('pipeline files: YAML and ${ENV_VAR}', () => {
     const t = file('t.yml', 'api_url: https://api.example.com/?t=${SCHOOL_API_TOKEN}\n');
     expect(() => readPipelineFile(t, { SCHOOL_API_TOKEN: 'secret-tok' })).toThrow(/SCHOOL_API_TOKEN\} is not allowed/);
     const bad = file('b.yaml', 'api_url: [\n');
-    expect(() => readPipelineFile(bad, {})).toThrow(new RegExp(`pipeline file .*b\\.yaml: not valid YAML`));
-    expect(() => readPipelineFile(file('k.yaml', 'per_page: 1\nper_page: 2\n'), {})).toThrow(/not valid YAML/);
+    expect(() => readPipelineFile(bad, {})).toThrow(new RegExp(`pipeline file .*b\\.yaml:2:1: not valid YAML \\(`));
+    // the line and column of the problem, the message on one line (no code frame)
+    expect(() => readPipelineFile(file('k.yaml', 'per_page: 1\nper_page: 2\n'), {})).toThrow(
+      /k\.yaml:2:1: not valid YAML \(Map keys must be unique\)$/,
+    );
+    expect(() => readPipelineFile(file('n.yaml', 'dest: ./x\n  format: csv\n'), {})).toThrow(/n\.yaml:1:7: not valid YAML \([^\n]*\)$/);
   });
 
   it('a top-level array names the file', () => {

@@ -154,7 +154,6 @@ describe('documentation examples', () => {
             .join(','),
           SCHOOL_EXPORT_DEST: './exports',
           SCHOOL_EXPORT_PROGRESS: 'none',
-          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         };
         const r = await bash(scriptFile, cwd, env);
         const out = split(r.output);

@@ -15,6 +15,7 @@ const ALLOWED: Record<string, string[]> = {
     'format',
     'pipeline',
     'privacy',
+    'report',
     'resources',
     'sandbox',
     'sink',
@@ -46,7 +47,8 @@ const ALLOWED: Record<string, string[]> = {
   privacy: ['manifest', 'resources'],
   resources: ['privacy'],
   discovery: ['source'],
-  status: ['manifest', 'sink'],
+  status: ['manifest', 'privacy', 'sink'],
+  report: ['manifest', 'privacy', 'sink', 'status'],
   warehouse: ['manifest', 'resources', 'sink'],
   webhooks: ['manifest', 'sink'],
 };

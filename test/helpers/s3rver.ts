@@ -16,6 +16,11 @@
  * It also records the headers of every request that matter to us (server-side encryption,
  * preconditions), offers fault injection (UploadPart answers 500 from a given part number on)
  * and request counters, driven over the IPC channel.
+ *
+ * Stores that differ (issue 20): `conditionalWrites: false` leaves s3rver as it is, ignoring
+ * If-None-Match on PUT like older S3-compatible stores and gateways; `refuse` makes chosen
+ * operations answer 501 NotImplemented (a store without them) or 403 AccessDenied
+ * (least-privilege credentials without their permission), as S3 does.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -61,14 +66,20 @@ export interface S3rverHandle {
   partsStored(count: number): Promise<void>;
   /** From this part number on, every UploadPart answers 500 InternalError; null heals the store. */
   failUploadPartsFrom(partNumber: number | null): Promise<void>;
+  /** From now on these operations (by S3rverRequest op name) answer NotImplemented or AccessDenied; {} heals. */
+  refuse(refuse: Refusals): Promise<void>;
   stats(): Promise<S3rverStats>;
   /** Every request received since the start (or the last clear), in order of arrival. */
   requests(): Promise<S3rverRequest[]>;
   clearRequests(): Promise<void>;
 }
 
+/** What a store says to an operation it lacks, or one the credentials may not use. */
+export type Refusals = Partial<Record<string, 'NotImplemented' | 'AccessDenied'>>;
+
 type Request =
   | { op: 'fault'; from: number | null }
+  | { op: 'refuse'; refuse: Refusals }
   | { op: 'stats' }
   | { op: 'requests' }
   | { op: 'clear-requests' }
@@ -77,7 +88,9 @@ type Request =
 type ToChild = Request & { id: number };
 type FromChild = { ready: true; port: number } | { id: number; value?: unknown };
 
-export async function startS3rver(opts: { dir?: string; port?: number; bucket?: string } = {}): Promise<S3rverHandle> {
+export async function startS3rver(
+  opts: { dir?: string; port?: number; bucket?: string; conditionalWrites?: boolean; refuse?: Refusals } = {},
+): Promise<S3rverHandle> {
   const ownsDir = opts.dir === undefined;
   const dir = opts.dir ?? (await mkdtemp(path.join(tmpdir(), 's3rver-')));
   const bucket = opts.bucket ?? 'test-bucket';
@@ -87,7 +100,13 @@ export async function startS3rver(opts: { dir?: string; port?: number; bucket?: 
     env: {
       ...process.env,
       NODE_OPTIONS: '--openssl-legacy-provider',
-      [CHILD_MARKER]: JSON.stringify({ dir, bucket, port: opts.port ?? 0 }),
+      [CHILD_MARKER]: JSON.stringify({
+        dir,
+        bucket,
+        port: opts.port ?? 0,
+        conditionalWrites: opts.conditionalWrites ?? true,
+        refuse: opts.refuse ?? {},
+      }),
     },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
@@ -136,6 +155,7 @@ export async function startS3rver(opts: { dir?: string; port?: number; bucket?: 
     },
     kill: () => stop('kill'),
     failUploadPartsFrom: async (from) => void (await call({ op: 'fault', from })),
+    refuse: async (refuse) => void (await call({ op: 'refuse', refuse })),
     stats: async () => (await call({ op: 'stats' })) as S3rverStats,
     requests: async () => (await call({ op: 'requests' })) as S3rverRequest[],
     clearRequests: async () => void (await call({ op: 'clear-requests' })),
@@ -145,7 +165,13 @@ export async function startS3rver(opts: { dir?: string; port?: number; bucket?: 
 
 /* ------------------------------------------------------------------ child process side */
 
-async function runChild(config: { dir: string; bucket: string; port: number }): Promise<void> {
+async function runChild(config: {
+  dir: string;
+  bucket: string;
+  port: number;
+  conditionalWrites: boolean;
+  refuse: Refusals;
+}): Promise<void> {
   const { createRequire } = await import('node:module');
   const fs = await import('node:fs/promises');
   const require = createRequire(import.meta.url);
@@ -175,12 +201,19 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
     if (method === 'PUT' && q.uploadId && q.partNumber) return 'UploadPart';
     if (method === 'POST' && q.uploadId) return 'CompleteMultipartUpload';
     if (method === 'DELETE' && q.uploadId) return 'AbortMultipartUpload';
+    if (method === 'POST' && key === '' && 'delete' in q) return 'DeleteObjects';
+    if (method === 'DELETE' && key !== '') return 'DeleteObject';
     if (method === 'PUT' && key !== '') return 'PutObject';
     if (method === 'GET' && key !== '') return 'GetObject';
     return 'other';
   };
   let partsInFlight = 0;
   let failPartsFrom: number | null = null;
+  let refuse: Refusals = config.refuse;
+  const REFUSALS = {
+    NotImplemented: { status: 501, message: 'A header you provided implies functionality that is not implemented' },
+    AccessDenied: { status: 403, message: 'Access Denied' },
+  } as const;
   const uploadsDir = (bucket: string): string => server.store.getResourcePath(bucket, undefined, 'uploads');
   const xmlEscape = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -266,7 +299,15 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
       const rec: S3rverRequest = { method: ctx.method, key, op, headers, status: 0 };
       requests.push(rec);
       try {
-        if (op === 'PutObject' && ctx.headers['if-none-match'] === '*') {
+        const refusal = refuse[op];
+        if (refusal) {
+          for await (const _ of ctx.req) void _;
+          ctx.status = REFUSALS[refusal].status;
+          ctx.type = 'application/xml';
+          ctx.body = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${refusal}</Code><Message>${REFUSALS[refusal].message}</Message></Error>`;
+          return;
+        }
+        if (config.conditionalWrites && op === 'PutObject' && ctx.headers['if-none-match'] === '*') {
           // serialise conditional writes of one key: check and write are one step, as on S3
           const id = `${bucket}/${key}`;
           const before = conditional.get(id) ?? Promise.resolve();
@@ -304,6 +345,7 @@ async function runChild(config: { dir: string; bucket: string; port: number }): 
   const address = await server.run();
   process.on('message', async (m: ToChild) => {
     if (m.op === 'fault') failPartsFrom = m.from;
+    if (m.op === 'refuse') refuse = m.refuse;
     if (m.op === 'close') await server.close();
     if (m.op === 'clear-requests') requests = [];
     if (m.op === 'parts-stored' && stats.partsStored < m.count) {

@@ -1,13 +1,14 @@
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INSTALL_SCRIPT } from './install-steps.ts';
 
 /**
  * What a server does: `npm pack` on a build machine, then the tarball unpacked into an empty
  * directory and installed with `npm ci --omit=dev` (the tarball carries the lockfile as
- * npm-shrinkwrap.json), then the command run from there: `--version`, `--help`, `run` against the
+ * npm-shrinkwrap.json) by bin/install-tarball.sh, the script the Dockerfile runs, then the command run from there: `--version`, `--help`, `run` against the
  * built-in sandbox, `status` and `warehouse load` into DuckDB. Offline: npm answers from its cache,
  * which the `npm ci` that installed this checkout filled; no test here talks to a registry.
  *
@@ -26,6 +27,7 @@ const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 let work: string;
 let app: string;
+let tgz: string;
 
 function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
   const r = spawnSync(cmd, args, {
@@ -38,10 +40,40 @@ function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {
   return r;
 }
 
+/** ok(), saying what to do when npm's cache lacks a package an offline install needs. */
+function offlineOk(r: SpawnSyncReturns<string>, what: string): SpawnSyncReturns<string> {
+  if (r.status !== 0 && /ENOTCACHED/.test(r.stderr)) {
+    throw new Error(
+      `npm's cache lacks a runtime dependency (ENOTCACHED), so the offline install cannot run: run \`npm ci\` in this checkout first (it fills the cache).\n${r.stderr.slice(-2000)}`,
+    );
+  }
+  return ok(r, what);
+}
+
 function ok(r: SpawnSyncReturns<string>, what: string): SpawnSyncReturns<string> {
   if (r.status !== 0)
     throw new Error(`${what} exited ${r.status}\n--- stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-4000)}`);
   return r;
+}
+
+/**
+ * The lockfile `npm install school-export-<version>.tgz` writes in a project with no other
+ * dependency: the package at node_modules/school-export, its runtime dependencies hoisted beside it
+ * exactly as its npm-shrinkwrap.json lays them out. Written here because an offline `npm install`
+ * would ask the registry for each dependency's metadata, which npm's cache does not hold (npm ci
+ * fetched tarballs only); `npm ci` from this lockfile installs offline, the same tree.
+ */
+function hostLockfile(hostPkg: { name: string; version: string; dependencies: Record<string, string> }, tarball: string): object {
+  const wrap = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; [k: string]: unknown }>;
+  };
+  const { devDependencies: _dev, ...self } = wrap.packages['']!;
+  const packages: Record<string, unknown> = {
+    '': hostPkg,
+    'node_modules/school-export': { ...self, resolved: `file:${tarball}` },
+  };
+  for (const [path, entry] of Object.entries(wrap.packages)) if (path && !entry.dev) packages[path] = entry;
+  return { name: hostPkg.name, version: hostPkg.version, lockfileVersion: 3, requires: true, packages };
 }
 
 /** The installed command, run with plain Node as the bin shim would; optionally tracing the modules it loads. */
@@ -73,17 +105,10 @@ describe('production install from the packed tarball (npm ci --omit=dev, offline
     if (!tarball) throw new Error(`npm pack wrote no tarball in ${out}`);
     expect(existsSync(join(src, 'npm-shrinkwrap.json')), 'postpack removes the shrinkwrap copy').toBe(false);
 
-    const server = join(work, 'server');
-    mkdirSync(server);
-    ok(sh('tar', ['xzf', join(out, tarball), '-C', server], server), 'tar');
-    app = join(server, 'package');
-    const install = sh(NPM, ['ci', '--omit=dev', '--offline', '--no-audit', '--no-fund'], app);
-    if (install.status !== 0 && /ENOTCACHED/.test(install.stderr)) {
-      throw new Error(
-        `npm's cache lacks a runtime dependency (ENOTCACHED), so the offline install cannot run: run \`npm ci\` in this checkout first (it fills the cache).\n${install.stderr.slice(-2000)}`,
-      );
-    }
-    ok(install, 'npm ci --omit=dev --offline');
+    tgz = join(out, tarball);
+    // the steps the Dockerfile runs too (test/install/dockerfile.test.ts checks they are the same)
+    app = join(work, 'server', 'school-export');
+    offlineOk(sh('sh', [join(ROOT, INSTALL_SCRIPT), tgz, app, '--offline'], work), `${INSTALL_SCRIPT} --offline`);
   }, 300_000);
 
   afterAll(() => {
@@ -132,6 +157,39 @@ describe('production install from the packed tarball (npm ci --omit=dev, offline
       // measured for the report, not asserted: wall time on a shared 2-core machine is not a test
       console.log(`production install: school-export ${args.join(' ')} took ${ms.toFixed(0)} ms`);
     }
+  });
+
+  it("installed into another project: --version prints this package's version, not the host's; init then run works there", () => {
+    const host = join(work, 'host-project');
+    mkdirSync(host);
+    const hostPkg = { name: 'host-project', version: '7.7.7', private: true, dependencies: { 'school-export': `file:${tgz}` } };
+    writeFileSync(join(host, 'package.json'), JSON.stringify(hostPkg));
+    writeFileSync(join(host, 'package-lock.json'), JSON.stringify(hostLockfile(hostPkg, tgz)));
+    offlineOk(sh(NPM, ['ci', '--omit=dev', '--offline', '--no-audit', '--no-fund'], host), 'npm ci in the host project');
+    const bin = join(host, 'node_modules/.bin/school-export');
+    expect(existsSync(bin), 'npm links the bin').toBe(true);
+    const version = () => ok(sh(bin, ['--version'], host, { SCHOOL_API_TOKEN: '' }), 'school-export --version').stdout.trim();
+    expect(version()).toBe(PKG.version);
+    // the host's own version changing changes nothing
+    writeFileSync(join(host, 'package.json'), JSON.stringify({ ...hostPkg, version: '8.8.8' }));
+    expect(version()).toBe(PKG.version);
+    // and from a directory of the host's below its package.json
+    mkdirSync(join(host, 'jobs'));
+    expect(ok(sh(bin, ['--version'], join(host, 'jobs')), 'school-export --version in a subfolder').stdout.trim()).toBe(PKG.version);
+
+    // the README's examples name pipelines/...: the host has no such folder, and is told where the package's are
+    const missing = sh(bin, ['run', 'pipelines/nightly.json'], host, { SCHOOL_API_TOKEN: '' });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain(
+      `the package ships pipelines/nightly.json at ${join(host, 'node_modules/school-export/pipelines/nightly.json')}`,
+    );
+    // init writes a starter that names the installed schema and runs against the sandbox as written
+    ok(sh(bin, ['init'], host), 'school-export init');
+    const starter = readFileSync(join(host, 'pipeline.yaml'), 'utf8');
+    expect(starter.split('\n')[0]).toBe('# yaml-language-server: $schema=node_modules/school-export/schema/pipeline.schema.json');
+    const run = ok(sh(bin, ['run', 'pipeline.yaml', '--progress', 'none', '--json'], host, { SCHOOL_API_TOKEN: '' }), 'run pipeline.yaml');
+    expect(JSON.parse(run.stdout.trim().split('\n').pop()!)).toMatchObject({ status: 'ok' });
+    expect(existsSync(join(host, 'exports/_manifests'))).toBe(true);
   });
 
   it('runs the embedded sandbox export, then status and warehouse load into DuckDB', () => {

@@ -72,28 +72,54 @@ describe('failure modes', () => {
     }
   });
 
-  it('a less-privileged token is said out loud: masked columns are warned once per school and recorded per task, and the next read with the scope reads them in full', async () => {
+  it('a less-privileged token is said out loud: masked columns are claimed only once their permission is known, warned once per school, recorded per task, and the next read with the scope reads them in full', async () => {
     const tmp = tempDir('scope-');
     try {
+      const cfg = () => sandboxConfig(sb, tmp.dir, { format: 'ndjson', resources: ['achievements'] });
+      // A fresh destination and a token that lacks the scopes: no list names the permissions, so
+      // the run cannot tell whether nulls are masked; it says so once and claims nothing.
+      const first = recorder();
+      const unknown = await runExport(cfg(), { token: sb.tokens.limited, reporter: first.reporter });
+      expect(first.events.filter((e) => e.event === 'scope_masked')).toEqual([]);
+      expect(first.events.filter((e) => e.event === 'scope_undetermined')).toHaveLength(1);
+      expect(unknown.scopeMasked).toEqual({});
+      expect(unknown.notes.filter((n) => /cannot tell whether the token's scopes hide/.test(n))).toEqual([
+        expect.stringMatching(/achievements\.comment, achievements\.parents_notified: .*property_scopes/),
+      ]);
+      const guardedOnly = readManifests(tmp.dir).filter((t) => t.run_id === unknown.runId && t.resource === 'achievements');
+      expect(guardedOnly.length).toBe(3);
+      expect(guardedOnly.every((t) => t.scope_masked === undefined)).toBe(true);
+      expect(
+        guardedOnly.every((t) => JSON.stringify(t.scope_guarded) === JSON.stringify({ achievements: ['comment', 'parents_notified'] })),
+      ).toBe(true);
+
+      // The full token's lists name them: learned, and remembered at the destination.
+      const full = await runExport(cfg(), { token: sb.tokens.full });
+      expect(full.scopeMasked).toEqual({});
+      expect(full.notes.some((n) => /cannot tell/.test(n))).toBe(false);
+      expect(JSON.parse(readFileSync(join(tmp.dir, '_state/_property_scopes.json'), 'utf8')).identities).toMatchObject({
+        'achievements.comment': ['achievements.comment.read'],
+        'achievements.parents_notified': ['achievements.parents_notified.read'],
+      });
+
+      // Now a limited read is known to be masked: warned once per school, recorded per task.
       const { events, reporter } = recorder();
-      const limited = await runExport(sandboxConfig(sb, tmp.dir, { format: 'ndjson', resources: ['achievements'] }), {
+      const limited = await runExport(sandboxConfig(sb, tmp.dir, { format: 'ndjson', resources: ['achievements'], full_refresh: true }), {
         token: sb.tokens.limited,
         reporter,
       });
       const masked = events.filter((e) => e.event === 'scope_masked');
       expect(masked.map((e) => (e as { school_id: string }).school_id).sort()).toEqual(['A1001', 'A1002', 'A1003']);
       expect(limited.scopeMasked.A1001).toEqual(['achievements.comment', 'achievements.parents_notified']);
-      const tasks = readManifests(tmp.dir).filter((t) => t.resource === 'achievements');
+      const tasks = readManifests(tmp.dir).filter((t) => t.run_id === limited.runId && t.resource === 'achievements');
       expect(tasks.every((t) => JSON.stringify(t.scope_masked) === JSON.stringify({ achievements: ['comment', 'parents_notified'] }))).toBe(
         true,
       );
 
-      const full = await runExport(sandboxConfig(sb, tmp.dir, { format: 'ndjson', resources: ['achievements'] }), {
-        token: sb.tokens.full,
-      });
-      expect(full.scopeMasked).toEqual({});
-      const again = readManifests(tmp.dir).filter((t) => t.run_id === full.runId);
-      expect(again.every((t) => t.mode === 'full' && t.scope_masked === undefined)).toBe(true);
+      const again = await runExport(cfg(), { token: sb.tokens.full });
+      expect(again.scopeMasked).toEqual({});
+      const reread = readManifests(tmp.dir).filter((t) => t.run_id === again.runId);
+      expect(reread.every((t) => t.mode === 'full' && t.scope_masked === undefined)).toBe(true);
     } finally {
       tmp.cleanup();
     }

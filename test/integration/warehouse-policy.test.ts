@@ -38,7 +38,8 @@ describe('--require-pseudonymised', () => {
     await warehouseLoad({ dest, into: `duckdb:${db.load}`, requirePseudonymised: true });
     await runStaticScript(dest, db.script, builtinTables(), { requirePseudonymised: true });
 
-    const kept = await runExport(cfg({ full_refresh: true }), { token: sb.tokens.full });
+    // the destination keeps its policy: a run keeping person ids has to say it means to
+    const kept = await runExport({ ...cfg({ full_refresh: true }), personalDataChange: true }, { token: sb.tokens.full });
     expect(kept.failures).toEqual([]);
     const refusal = new RegExp(`^[^\\n]*run ${kept.runId} was not pseudonymised[^\\n]*nothing was loaded`);
     await expect(warehouseLoad({ dest, into: `duckdb:${db.load}`, requirePseudonymised: true })).rejects.toMatchObject({

@@ -27,6 +27,7 @@ const EVERY: RunEvent[] = [
   { event: 'checkpoint', ...ids, seq: 1, pages: 4, rows: 20 },
   { event: 'resumed', ...ids, seq: 1, pages: 4, rows: 20 },
   { event: 'resume_refused', ...ids, reason: 'HTTP 400' },
+  { event: 'task_committed', ...ids, rows_written: 12, files: 1 },
   { event: 'task_done', ...ids, rows: 10, files: 1, ms: 5 },
   { event: 'task_failed', ...ids, code: 'E_HTTP', message: 'boom' },
   { event: 'task_skipped', ...ids, code: 'E_PURGED', message: 'purged' },
@@ -48,6 +49,7 @@ describe('levelOf', () => {
       run_start: 'info',
       task_start: 'info',
       task_progress: 'debug',
+      task_committed: 'debug',
       checkpoint: 'info',
       resumed: 'info',
       resume_refused: 'warn',
@@ -94,7 +96,7 @@ describe('JSON log lines', () => {
       return out.lines().map((l) => (JSON.parse(l) as { event: string }).event);
     };
     expect(emitted('debug')).toEqual(EVERY.map((e) => e.event));
-    expect(emitted()).toEqual(EVERY.map((e) => e.event).filter((e) => e !== 'task_progress'));
+    expect(emitted()).toEqual(EVERY.map((e) => e.event).filter((e) => e !== 'task_progress' && e !== 'task_committed'));
     expect(emitted('warn')).toEqual([
       'resume_refused',
       'task_failed',
@@ -136,9 +138,9 @@ describe('the terminal display', () => {
     now = 2000;
     out.reset();
     vi.advanceTimersByTime(250);
-    expect(out.text()).toMatch(/0\/4 tasks, 500 rows, 250 rows\/s, 2\.0 s/);
-    expect(out.text()).toMatch(/A1001 achievements\s+full\s+500 rows\s+5 pages/);
-    expect(out.text()).toMatch(/A1002 achievements\s+incremental\s+0 rows/);
+    expect(out.text()).toMatch(/0\/4 tasks, 500 records read, 0 rows written, 250 records\/s, 2\.0 s/);
+    expect(out.text()).toMatch(/A1001 achievements\s+full\s+500 rec\s+5 pg/);
+    expect(out.text()).toMatch(/A1002 achievements\s+incr\s+0 rec/);
 
     out.reset();
     r.emit({
@@ -153,7 +155,8 @@ describe('the terminal display', () => {
     vi.advanceTimersByTime(250);
     const after = out.text();
     for (const s of ['E_HTTP_RETRIES', 'gave up', 'E_PURGED', 'purged', 'E_ABORTED', 'A1002', 'A1003']) expect(after).not.toContain(s);
-    expect(after).toMatch(/0\/4 tasks, 3 not finished/);
+    expect(after).toMatch(/0\/4 tasks, 3 (not finished|unfinished)/);
+    expect(after).toMatch(/500 (records )?read/); // what the interrupted task read still counts
     expect(after).not.toMatch(/A1001 achievements/); // no longer active
 
     r.close();

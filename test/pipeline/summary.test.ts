@@ -82,9 +82,28 @@ describe('summarise', () => {
     entry('A1005', 'achievements', { status: 'not_started', ...err('E_ABORTED', 'interrupted before this task began') }),
   ];
 
+  it('counts an unchanged full read as committed, and as unchanged, with nothing written', () => {
+    const unchanged = entry('A1', 'school_acl', { status: 'unchanged', rows: {}, content_sha256: 'ab', unchanged_since: EARLIER });
+    const s = summarise(manifest([entry('A1', 'achievements'), unchanged], { status: 'ok' }), inputs());
+    expect(s.status).toBe('ok');
+    expect(s.failures).toEqual([]);
+    expect(s.tasks).toMatchObject({ committed: 2, unchanged: 1, failed: 0 });
+    expect(Object.keys(s.tables)).toEqual(['achievements']);
+    expect(renderSummary(s)).toContain('tasks: 2 committed (1 unchanged: no file written), 0 failed');
+  });
+
   it('counts each task once however many pieces it committed, and lists each unfinished task once', () => {
     const s = summarise(manifest(tasks, { deletions: [] }), inputs());
-    expect(s.tasks).toEqual({ committed: 2, failed: 1, skipped: 2, interrupted: 1, not_started: 1, resumed: 1, checkpoints: 5 });
+    expect(s.tasks).toEqual({
+      committed: 2,
+      failed: 1,
+      skipped: 2,
+      interrupted: 1,
+      not_started: 1,
+      resumed: 1,
+      checkpoints: 5,
+      unchanged: 0,
+    });
     expect(s.status).toBe('partial');
     expect(s.failures).toEqual([
       {
@@ -117,7 +136,22 @@ describe('summarise', () => {
     });
     expect(s.drift).toEqual({ achievements: ['alpha', 'zeta'], achievement_students: ['x'] });
     // 72 rows and 8000 bytes in 2 s.
-    expect(s.throughput).toEqual({ rowsPerSecond: 36, megabytesPerSecond: +(8000 / 2 ** 20 / 2).toFixed(2), requests: 42 });
+    expect(s.throughput).toEqual({
+      rowsPerSecond: 36,
+      megabytesPerSecond: +(8000 / 2 ** 20 / 2).toFixed(2),
+      requests: 42,
+      recordsRead: 0,
+      recordsPerSecond: 0,
+      rowsWritten: 72,
+    });
+  });
+
+  it('throughput counts what was read, committed or not: an early interrupt reads many records and commits few rows', () => {
+    const s = summarise(
+      manifest([entry('A1001', 'school_meta', { rows: { school_meta: 1 } })], { status: 'interrupted' }),
+      inputs({ tally: { recordsRead: 132_905, previous: new Map() }, durationMs: 5_000 }),
+    );
+    expect(s.throughput).toMatchObject({ recordsRead: 132_905, recordsPerSecond: 26_581, rowsWritten: 1, rowsPerSecond: 0 });
   });
 
   it('status: ok when every task committed, failed when the run failed, interrupted whatever else', () => {
@@ -184,12 +218,10 @@ describe('renderSummary', () => {
     expect(text).toMatch(/\n {2}achievement_students\s+10\s+1\s+2\.0 KiB\n/);
     expect(text).toMatch(/\n {2}total\s+2,030\s+5\s+3\.0 MiB\n/);
     expect(text).toContain('  tasks: 2 committed, 0 failed, 0 skipped, 1 interrupted, 1 not started, 1 resumed; deletions recorded: 0');
-    expect(text).toContain('  throughput: 33 rows/s, 0.05 MB/s written, 42 requests');
+    expect(text).toContain('  throughput: 0 records read (0/s), 2,030 rows written (33/s), 0.05 MB/s written, 42 requests');
     // Worded by the privacy module (one description wherever the policy is shown).
     expect(text).toContain(`  ${describePolicy({ person_id: 'keep', direct_identifier: 'keep', free_text: 'drop' })}`);
-    expect(text).toContain(
-      '  schema drift in school_meta: 9 undeclared field(s) seen, kept in _extra unless the personal-data policy drops them (f1, f2, f3, f4, f5, f6, f7, f8, …)',
-    );
+    expect(text).toContain('  schema drift in school_meta: 9 undeclared field(s) seen: f1, f2, f3, f4, f5, f6, f7, f8, … (1 more)');
     expect(text).toContain('  no scope at A1001: achievements.comment exported as null');
     expect(text).toContain('  not exported (access revoked or declined): A9003');
     expect(text).toContain('  NOTE: checked');
@@ -198,6 +230,10 @@ describe('renderSummary', () => {
     );
     expect(text).toContain('  NOT STARTED A1003 achievements: [E_ABORTED] not begun');
     expect(text.match(/A1002 achievements/g)).toHaveLength(1);
+    // last, where it is seen: what the next run does about the unfinished tasks
+    expect(lines.at(-1)).toBe(
+      '  the next run resumes 1 task(s) from their checkpoints; 1 other unfinished task(s) start again from their last committed state',
+    );
   });
 
   it('an ok run says finished and lists nothing else', () => {
@@ -208,7 +244,74 @@ describe('renderSummary', () => {
       expect.stringMatching(/^ {2}school_meta\s+10\s+1\s+10 B$/),
       expect.stringMatching(/^ {2}total\s+10\s+1\s+10 B$/),
       '  tasks: 1 committed, 0 failed, 0 skipped; deletions recorded: 0',
-      '  throughput: 5 rows/s, 0 MB/s written, 42 requests',
+      '  throughput: 0 records read (0/s), 10 rows written (5/s), 0 MB/s written, 42 requests',
+    ]);
+  });
+});
+
+describe('renderSummary groups unfinished tasks', () => {
+  const schools = (n: number, from = 1001) => Array.from({ length: n }, (_, i) => `A${from + i}`);
+  const resources = ['achievements', 'assessment_results', 'school_acl'];
+
+  it('an interrupt: 29 tasks not started and 2 interrupted are a few lines, counted by table, three examples each; the resume line stays last', () => {
+    const tasks: ManifestTask[] = [
+      ...schools(2).flatMap((sc) => [
+        entry(sc, 'achievements', piece(RUN, 1, false)),
+        entry(sc, 'achievements', { status: 'interrupted', ...err('E_ABORTED', 'the run was interrupted while this task ran') }),
+      ]),
+      ...schools(10, 1003).flatMap((sc, i) =>
+        resources
+          .slice(0, i === 9 ? 2 : 3)
+          .map((r) => entry(sc, r, { status: 'not_started', ...err('E_ABORTED', 'the run was interrupted before this task began') })),
+      ),
+    ];
+    const s = summarise(manifest(tasks, { status: 'interrupted' }), inputs());
+    expect(s.failures).toHaveLength(31); // the JSON keeps every task
+    const text = renderSummary(s);
+    const lines = text.split('\n');
+    const from = lines.findIndex((l) => l.includes('NOT STARTED'));
+    expect(lines.slice(from)).toEqual([
+      '  NOT STARTED [E_ABORTED] 29 tasks: the run was interrupted before this task began',
+      '    achievements, assessment_results: 10 each (A1003, A1004, A1005 and 7 more)',
+      '    school_acl: 9 (A1003, A1004, A1005 and 6 more)',
+      '  INTERRUPTED [E_ABORTED] 2 tasks: the run was interrupted while this task ran',
+      '    achievements: 2 (A1001, A1002)',
+      '  the next run resumes 2 task(s) from their checkpoints; 29 other unfinished task(s) start again from their last committed state',
+    ]);
+  });
+
+  it('a token without a scope at 12 schools: one group; messages that differ beyond the school are shown, three of them', () => {
+    const forbidden = schools(12).map((sc) =>
+      entry(sc, 'achievements', {
+        status: 'failed',
+        ...err('E_FORBIDDEN', `403 at /v1.0/schools/${sc}/achievements: the token lacks achievements.read`),
+      }),
+    );
+    const retries = schools(4).map((sc, i) =>
+      entry(sc, 'school_meta', { status: 'failed', ...err('E_HTTP_RETRIES', `gave up after ${i + 2} attempts`) }),
+    );
+    const text = renderSummary(summarise(manifest([...retries, ...forbidden]), inputs()));
+    const lines = text.split('\n');
+    const from = lines.findIndex((l) => l.includes('FAILED'));
+    expect(lines.slice(from)).toEqual([
+      '  FAILED [E_FORBIDDEN] 12 tasks: 403 at /v1.0/schools/<school>/achievements: the token lacks achievements.read',
+      '    achievements: 12 (A1001, A1002, A1003 and 9 more)',
+      '  FAILED [E_HTTP_RETRIES] 4 tasks',
+      '    school_meta: 4, e.g.',
+      '      A1001: gave up after 2 attempts',
+      '      A1002: gave up after 3 attempts',
+      '      A1003: gave up after 4 attempts',
+    ]);
+    expect(text).not.toContain('A1004: gave up');
+    expect(text).not.toContain('next run resumes');
+  });
+
+  it('schools skipped as inactive are one group for all their tables', () => {
+    const skipped = schools(5).map((sc) => entry(sc, '*', { status: 'skipped', ...err('E_SCHOOL_INACTIVE', `school ${sc} is inactive`) }));
+    const lines = renderSummary(summarise(manifest(skipped), inputs())).split('\n');
+    expect(lines.slice(lines.findIndex((l) => l.includes('SKIPPED')))).toEqual([
+      '  SKIPPED [E_SCHOOL_INACTIVE] 5 tasks: school <school> is inactive',
+      '    all tables: 5 (A1001, A1002, A1003 and 2 more)',
     ]);
   });
 });

@@ -210,6 +210,34 @@ describe('runTask', () => {
     await writeState(sink, st);
   }
 
+  it('an unchanged full read publishes nothing: one of one page never opens a data file, one of several discards its files', async () => {
+    const opened: string[] = [];
+    const openFile = sink.openFile.bind(sink);
+    sink.openFile = (path: string) => {
+      if (!path.startsWith('_')) opened.push(path);
+      return openFile(path);
+    };
+    const meta1 = await attempt(await plan('A1001', 'school_meta'));
+    expect(meta1.pieces[0]!.task).toMatchObject({ status: 'committed', content_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(opened).toHaveLength(1);
+    opened.length = 0;
+    const meta2 = await attempt(await plan('A1001', 'school_meta'));
+    expect(meta2.result).toMatchObject({ unchanged: true, files: 0 });
+    expect(meta2.pieces.map((p) => p.task.status)).toEqual(['unchanged']);
+    expect(meta2.pieces[0]!.task.content_sha256).toBe(meta1.pieces[0]!.task.content_sha256);
+    expect(meta2.pieces[0]!.state!.content).toEqual({ sha256: meta1.pieces[0]!.task.content_sha256, run_id: meta1.runId });
+    expect(opened).toEqual([]);
+
+    // 15 attributes in pages of 5: the files are written as the pages come, then discarded unpublished
+    await attempt(await plan('A1001', 'achievement_attributes'));
+    const before = dataFiles();
+    opened.length = 0;
+    const attrs = await attempt(await plan('A1001', 'achievement_attributes'));
+    expect(attrs.result).toMatchObject({ unchanged: true, rows: 15 });
+    expect(opened.length).toBeGreaterThan(0);
+    expect(dataFiles()).toEqual(before); // no temp file left, nothing new published
+  });
+
   it('commits a checkpoint piece every N pages, files durable and listed, the cursor saved; then the final piece', async () => {
     const t0 = Date.now();
     const p = await plan('A1001', 'achievements');

@@ -65,6 +65,70 @@ describe('property scopes', () => {
   });
 });
 
+describe('property permission naming', () => {
+  const NAMES = {
+    dotted: [
+      'achievements.comment.read',
+      'achievements.parents_notified.read',
+      'school_meta.custom_attendance_codes.read',
+      'schools.mis.read',
+    ],
+    underscore: [
+      'achievement_comment.read',
+      'achievement_parents_notified.read',
+      'school_meta_custom_attendance_codes.read',
+      'school_mis.read',
+    ],
+    singular: [
+      'achievement.comment.read',
+      'achievement.parents_notified.read',
+      'school.mis.read',
+      'school_meta.custom_attendance_codes.read',
+    ],
+    kebab: [
+      'achievements-comment.read',
+      'achievements-parents-notified.read',
+      'school_meta-custom-attendance-codes.read',
+      'schools-mis.read',
+    ],
+    upper: [
+      'ACHIEVEMENTS.COMMENT.READ',
+      'ACHIEVEMENTS.PARENTS_NOTIFIED.READ',
+      'SCHOOL_META.CUSTOM_ATTENDANCE_CODES.READ',
+      'SCHOOLS.MIS.READ',
+    ],
+    opaque: ['ach_note_3.read', 'ach_note_4.read', 'sch_note_1.read', 'sch_note_2.read'],
+  } as const;
+
+  it.each(Object.keys(NAMES) as (keyof typeof NAMES)[])(
+    '%s: the full token lists the property permissions so named, the limited token lacks them and reads the properties as null',
+    async (naming) => {
+      const other = await startSandbox({ schools: 1, achievementsPerSchool: 30, propertyPermissionNaming: naming });
+      try {
+        const ids = async (token: string) =>
+          ((await call(`${other.url}/v1.0/meta/schools/A1001/permissions`, { token })).json.data as any[]).map((p) => p.identity as string);
+        const full = await ids(other.tokens.full);
+        const limited = new Set(await ids(other.tokens.limited));
+        expect(
+          full.filter((p) => !limited.has(p) && !/^(achievements\.delete|assessment_results\.read|acl\.read)$/.test(p)).sort(),
+        ).toEqual([...NAMES[naming]].sort());
+        // The object permissions keep their names whatever the naming of property permissions.
+        expect(full).toEqual(expect.arrayContaining(['schools.read', 'achievements.read']));
+        const rows = (await call(`${other.url}/v1.0/schools/A1001/achievements?per_page=50`, { token: other.tokens.limited })).json.data;
+        expect(rows.every((r: any) => r.comment === null && r.parents_notified === null)).toBe(true);
+      } finally {
+        await other.close();
+      }
+    },
+  );
+
+  it('refuses an unknown naming', async () => {
+    await expect(startSandbox({ propertyPermissionNaming: 'camel' as never })).rejects.toThrow(
+      /propertyPermissionNaming must be one of dotted, underscore/,
+    );
+  });
+});
+
 describe('setInactive', () => {
   it('makes every path of the school answer 423 school_inactive, keeps it listed, and can be undone', async () => {
     sb.control.setInactive('A1004', true);

@@ -25,7 +25,10 @@ describe('item envelope', () => {
       `${uk()}/v1.0/schools/A1001/assessment/aspects/${sb.control.records('A1001', 'aspects')[0]!.id}`,
       `${uk()}/v1.0/schools/A1001/students/${sb.control.records('A1001', 'students')[0]!.id}`,
     ];
+    const attribute = sb.control.records('A1001', 'attributes')[0]!;
+    items.push(`${uk()}/v1.0/schools/A1001/achievements/attributes/${attribute.id as string}`);
     const bare = await Promise.all(items.map(async (u) => (await call(u, { token: T() })).json));
+    expect(bare[items.length - 1]).toEqual(attribute);
     expect(bare.every((b) => typeof b.id === 'string' && !('data' in b))).toBe(true);
     sb.control.setItemEnvelope('data');
     for (const [k, u] of items.entries()) expect((await call(u, { token: T() })).json, u).toEqual({ data: bare[k] });
@@ -38,9 +41,19 @@ describe('item envelope', () => {
       date: '2024-05-01',
       type: 'HW',
     };
+    // Write responses are bare in both modes: the PHP client's post() reads the decoded body itself.
     const created = await call(`${uk()}/v1.0/schools/A1001/achievements`, { method: 'POST', token: T(), body });
     expect(created.status).toBe(201);
-    expect(created.json.data.type).toBe('Homework');
+    expect(created.json).toMatchObject({ id: expect.stringMatching(/^A\d+$/), type: 'Homework' });
+    const edited = await call(`${uk()}/v1.0/schools/A1001/achievements/${created.json.id}`, {
+      method: 'PUT',
+      token: T(),
+      body: { ...body, comment: 'edited' },
+    });
+    expect(edited.json).toMatchObject({ id: created.json.id, comment: 'edited' });
+    sb.control.setItemEnvelope('bare');
+    const bareCreated = await call(`${uk()}/v1.0/schools/A1001/achievements`, { method: 'POST', token: T(), body });
+    expect(bareCreated.json).toMatchObject({ id: expect.stringMatching(/^A\d+$/), type: 'Homework' });
     expect(() => sb.control.setItemEnvelope('xml' as never)).toThrow(/item envelope must be one of bare, data/);
   });
 
@@ -102,7 +115,19 @@ describe('region modes', () => {
     expect((await access(africa(), 'A1002', 'request')).status).toBe(404);
     // The rest is unchanged: discovery on the default domain, lists empty and items 404 elsewhere.
     expect((await call(`${uk()}/v1.0/schools/A1002`, { token: T() })).status).toBe(200);
-    expect((await call(`${uk()}/v1.0/meta/schools/A1002`, { token: T() })).status).toBe(404);
+    // Meta, permissions and the ACL are the application's relation with the school, like access calls:
+    // they answer at the default domain too, and at the school's own; a third region's is 404.
+    for (const p of ['', '/permissions', '/acl']) {
+      expect((await call(`${uk()}/v1.0/meta/schools/A1002${p}`, { token: T() })).status, `uk ${p}`).toBe(200);
+      expect((await call(`${apac()}/v1.0/meta/schools/A1002${p}`, { token: T() })).status, `apac ${p}`).toBe(200);
+      expect((await call(`${africa()}/v1.0/meta/schools/A1002${p}`, { token: T() })).status, `africa ${p}`).toBe(404);
+    }
+    expect((await call(`${uk()}/v1.0/meta/schools/A1002`, { token: T() })).json.data).toEqual(
+      (await call(`${apac()}/v1.0/meta/schools/A1002`, { token: T() })).json.data,
+    );
+    // Data items stay regional.
+    const item = sb.control.records('A1002', 'achievements')[0]!;
+    expect((await call(`${uk()}/v1.0/schools/A1002/achievements/${item.id as string}`, { token: T() })).status).toBe(404);
     const list = await call(`${uk()}/v1.0/schools/A1005/achievements`, { token: T() });
     expect([list.status, list.json.data]).toEqual([200, []]);
   });
@@ -146,13 +171,20 @@ describe('next URLs', () => {
   it('are built from the Host header (and X-Forwarded-Proto), so a client stays on the domain it used', async () => {
     const page = async (headers: Record<string, string>) =>
       (await call(`${uk()}/v1.0/schools/A1001/achievements?per_page=10&cursor=true`, { token: T(), headers })).json.meta.pagination.next;
-    expect(await page({ host: 'api.sandbox.test' })).toMatch(/^http:\/\/api\.sandbox\.test\/v1\.0\/schools\/A1001\/achievements\?/);
+    // A domain name: https unless a proxy says otherwise (a client behind a TLS-terminating proxy stays on https).
+    expect(await page({ host: 'api.sandbox.test' })).toMatch(/^https:\/\/api\.sandbox\.test\/v1\.0\/schools\/A1001\/achievements\?/);
     expect(await page({ host: 'api.sandbox.test:8443', 'x-forwarded-proto': 'https' })).toMatch(/^https:\/\/api\.sandbox\.test:8443\//);
+    expect(await page({ host: 'api.sandbox.test', 'x-forwarded-proto': 'http' })).toMatch(/^http:\/\/api\.sandbox\.test\//);
     const offset = await call(`${uk()}/v1.0/schools/A1001/achievements?per_page=10&page=2`, {
       token: T(),
       headers: { host: 'proxy.test' },
     });
-    expect(offset.json.meta.pagination.previous).toBe('http://proxy.test/v1.0/schools/A1001/achievements?per_page=10&page=1');
+    expect(offset.json.meta.pagination.previous).toBe('https://proxy.test/v1.0/schools/A1001/achievements?per_page=10&page=1');
+    // An IP address or localhost: plain HTTP, as the listener is, unless a proxy says https.
+    expect(await page({ host: '127.0.0.1:8080' })).toMatch(/^http:\/\/127\.0\.0\.1:8080\//);
+    expect(await page({ host: '[::1]:8080' })).toMatch(/^http:\/\/\[::1\]:8080\//);
+    expect(await page({ host: 'localhost:8080' })).toMatch(/^http:\/\/localhost:8080\//);
+    expect(await page({ host: '10.0.0.7', 'x-forwarded-proto': 'https' })).toMatch(/^https:\/\/10\.0\.0\.7\//);
     expect(await page({})).toMatch(new RegExp(`^${uk().replace(/\./g, '\\.')}/`)); // the listener itself otherwise
   });
 });

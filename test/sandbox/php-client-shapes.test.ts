@@ -23,8 +23,10 @@
  *   curl would add for decode_content), so responses come uncompressed.
  *
  * The client reaches the sandbox as through a TLS-terminating proxy: requests go to the
- * listener of the domain with `Host: <domain>` and `X-Forwarded-Proto: https`, and every URL the
- * client is given (next) must come back on `https://<domain>/`.
+ * listener of the domain with `Host: <domain>` (and `X-Forwarded-Proto: https`, or, as many
+ * proxies do, without it), and every URL the client is given (next) must come back on
+ * `https://<domain>/`. Issue 20 added: meta, permissions and ACL of another region's school at
+ * the default domain, the attribute item route, and POST answers the client reads `->id` from.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
@@ -56,6 +58,8 @@ class PhpClientShapes {
     private readonly sb: Sandbox,
     private readonly token: string,
     readonly defaultDomain = 'api.sandbox.test',
+    /** Whether the TLS-terminating proxy in front adds X-Forwarded-Proto (many do not). */
+    private readonly forwardedProto = true,
   ) {}
 
   private async send(method: string, url: string, body?: string): Promise<RawResponse> {
@@ -66,7 +70,7 @@ class PhpClientShapes {
     this.sent.push({ method, url, body });
     const headers: Record<string, string> = {
       host: u.host,
-      'x-forwarded-proto': 'https',
+      ...(this.forwardedProto ? { 'x-forwarded-proto': 'https' } : {}),
       'user-agent': `wonde-php-client-${VERSION}`,
     };
     const r = await call(listener + u.pathname + u.search, {
@@ -136,11 +140,14 @@ describe('the official PHP client request shapes', () => {
     // $client->schools->get($id); $school->updateDomain($school->region->domain)
     const school = await php.get('schools/', 'A1002');
     expect(school.region.domain).toBe(apac);
-    // $client->meta->get($id) at the default domain is another region's school: not there...
-    await expect(php.get('meta/schools/', 'A1002')).rejects.toThrow(/404/);
-    // ...so meta is read for a uk school there, and at the regional domain for A1002.
+    // $client->meta->get($id) (a BootstrapEndpoint: the default domain) for another region's school answers
+    // there, as the access calls do; at the school's own domain too.
+    expect((await php.get('meta/schools/', 'A1002')).approved).toBe(true);
     expect((await php.get('meta/schools/', 'A1001')).approved).toBe(true);
     expect((await php.get('meta/schools/', 'A1002', apac)).approved).toBe(true);
+    // Meta::get('A1002/permissions') and the ACL: $decoded->data of a list-shaped meta response
+    expect((await php.get('meta/schools/', 'A1002/permissions')).map((p: any) => p.identity)).toContain('achievements.read');
+    expect((await php.get('meta/schools/', 'A1002/acl?with_user_type=1')).ids).toBeDefined();
 
     const s = 'schools/A1002/';
     const since = { updated_after: '2024-01-01 00:00:00', per_page: 50, cursor: true };
@@ -150,7 +157,10 @@ describe('the official PHP client request shapes', () => {
     const offset = await php.all(s + 'achievements/', [], { per_page: 50 }, apac);
     expect(offset.map((a) => a.id)).toEqual(achievements.map((a) => a.id));
     expect((await php.get(s + 'achievements/', achievements[5].id, apac)).id).toBe(achievements[5].id);
-    expect((await php.all(s + 'achievements/attributes/', [], {}, apac)).length).toBe(15);
+    const attributes = await php.all(s + 'achievements/attributes/', [], {}, apac);
+    expect(attributes.length).toBe(15);
+    // $school->achievementsAttributes->get($id): GET achievements/attributes/{id}, ->data
+    expect(await php.get(s + 'achievements/attributes/', attributes[4].id, apac)).toEqual(attributes[4]);
     expect((await php.all(s + 'assessment/aspects/', ['templates'], {}, apac))[0].templates.data).toHaveLength(3);
     expect((await php.all(s + 'assessment/results/', [], {}, apac)).length).toBe(240);
     expect((await php.all(s + 'assessment/resultsets/', [], {}, apac)).length).toBe(6);
@@ -179,8 +189,16 @@ describe('the official PHP client request shapes', () => {
       },
       apac,
     );
-    expect(created.data).toMatchObject({ type: 'Homework', comment: 'A4', subject: 'Maths', action: 'Certificate' });
-    expect(await php.delete(`${s}achievements/${created.data.id}`, apac)).toEqual({ success: true, id: created.data.id });
+    // post() returns the decoded body itself: the created achievement, with its id, in either envelope mode.
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^A\d+$/),
+      type: 'Homework',
+      comment: 'A4',
+      subject: 'Maths',
+      action: 'Certificate',
+    });
+    expect(await php.get(s + 'achievements/', created.id, apac)).toMatchObject({ id: created.id, comment: 'A4' });
+    expect(await php.delete(`${s}achievements/${created.id}`, apac)).toEqual({ success: true, id: created.id });
 
     // $client->revokeAccess($id) / ->requestAccess($id): default domain, body [] for no contacts
     expect(await php.delete('schools/A1002/revoke-access')).toMatchObject({ success: true, state: 'revoked' });
@@ -197,6 +215,16 @@ describe('the official PHP client request shapes', () => {
     expect(php.sent.find((x) => x.url.endsWith('/request-access'))!.body).toBe('[]');
     // Every URL the client was handed stayed on the https domain it used (checked in send()).
     expect(php.sent.filter((x) => x.url.includes('cursor=c2.')).length).toBeGreaterThan(0);
+  });
+
+  it('stays on https behind a TLS-terminating proxy that sends no X-Forwarded-Proto', async () => {
+    const php = new PhpClientShapes(sb, sb.tokens.full, 'api.sandbox.test', false);
+    const apac = 'api-apac.sandbox.test';
+    // ResultIterator follows next as given: every URL it is handed must be https (checked in send()).
+    const rows = await php.all('schools/A1002/achievements/', [], { per_page: 50, cursor: true }, apac);
+    expect(rows).toHaveLength(130);
+    expect(await php.all('schools/', [], { per_page: 2 })).toHaveLength(6);
+    expect(php.sent.filter((x) => x.url.includes('cursor=c2.') || x.url.includes('page=')).length).toBeGreaterThan(3);
   });
 
   it('fails on bare item responses, which is why itemEnvelope exists', async () => {

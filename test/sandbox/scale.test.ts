@@ -62,3 +62,46 @@ describe('a school with 1,000,000 achievements', () => {
     }
   });
 });
+
+describe('thousands of schools (rowsPerSchool: small)', () => {
+  it('lists 10,000 schools without making their data, and keeps only a bounded number of unchanged schools in memory', async () => {
+    const sb = await startSandbox({ schools: 10_000, rowsPerSchool: 'small' });
+    try {
+      const T = sb.tokens.full;
+      const listed = await walk(`${sb.url}/v1.0/schools?cursor=true&per_page=1000`, T);
+      expect(listed).toHaveLength(10_000);
+      expect(listed[9_999].id).toBe('A11000');
+      expect(new Set(listed.map((s) => s.id)).size).toBe(10_000);
+      expect(sb.control.schoolsInMemory()).toBe(0);
+      // the other access states follow the approved schools once these reach A9001
+      expect((await walk(`${sb.url}/v1.0/schools/pending?cursor=true`, T)).map((s) => s.id)).toEqual(['A11001', 'A11002']);
+
+      // about two rows per table
+      const first = `${sb.url}/v1.0/schools/A1001`;
+      const before = (await call(`${first}/achievements?include=students,employees`, { token: T })).text;
+      expect(JSON.parse(before).data).toHaveLength(2);
+      expect((await call(`${first}/assessment/results`, { token: T })).json.data).toHaveLength(2);
+      expect((await call(`${first}/assessment/aspects`, { token: T })).json.data).toHaveLength(2);
+      expect((await call(`${first}/assessment/resultsets`, { token: T })).json.data).toHaveLength(2);
+
+      // A school past the 9,999th (five-digit ordinal in its record ids) serves, finds and changes its rows.
+      const last = `${sb.url}/v1.0/schools/A11000/achievements`;
+      const rows = (await call(last, { token: T })).json.data as { id: string }[];
+      expect(rows).toHaveLength(2);
+      expect((await call(`${last}/${rows[1]!.id}`, { token: T })).json.id).toBe(rows[1]!.id);
+      sb.control.update('A11000', 'achievements', rows[1]!.id, { comment: 'changed at the 10,000th school' });
+
+      // Reading 600 schools' data keeps at most a few hundred unchanged ones; the changed one stays, changed.
+      for (let s = 1; s <= 600; s++)
+        expect((await call(`${sb.url}/v1.0/schools/A${1000 + s}/achievements`, { token: T })).status).toBe(200);
+      const held = sb.control.schoolsInMemory();
+      expect(held).toBeLessThanOrEqual(257);
+      expect(held).toBeGreaterThan(100);
+      expect(((await call(last, { token: T })).json.data as { comment: unknown }[])[1]!.comment).toBe('changed at the 10,000th school');
+      // a school dropped from memory answers the same bytes when it is made again
+      expect((await call(`${first}/achievements?include=students,employees`, { token: T })).text).toBe(before);
+    } finally {
+      await sb.close();
+    }
+  }, 60_000);
+});

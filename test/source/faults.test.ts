@@ -145,6 +145,8 @@ describe('bodies cut short', () => {
     expect((err as Error).message).toMatch(
       /^school A3, schools: GET \/v1\.0\/schools: gave up after 3 attempts; last: network error ECONNREFUSED/,
     );
+    // which host refused: the API URL or one of the regional domains
+    expect((err as Error).message).toContain(`network error ECONNREFUSED from ${new URL(gone.url).host}`);
     expect(retries(ev)).toHaveLength(2);
   });
 

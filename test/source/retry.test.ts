@@ -41,6 +41,9 @@ describe('retry policy', () => {
     expect(classifyFailure(Object.assign(new Error('x'), { code: 'ECONNRESET' })).retriable).toBe(true);
     expect(classifyFailure(Object.assign(new Error('x'), { code: 'UND_ERR_SOCKET' })).retriable).toBe(true);
     expect(classifyFailure(new TypeError('undefined is not a function')).retriable).toBe(false);
+    expect(classifyFailure(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), 'api-apac.example:443').reason).toBe(
+      'network error ECONNREFUSED from api-apac.example:443',
+    );
   });
 });
 

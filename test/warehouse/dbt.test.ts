@@ -22,8 +22,8 @@ import { sandboxConfig, tempDir } from '../integration/helpers.ts';
 interface SourceTable {
   name: string;
   freshness?: unknown;
-  columns: { name: string; data_type: string; description: string; tests?: string[] }[];
-  tests?: Record<string, { column_name: string; to?: string; field?: string }>[];
+  columns: { name: string; data_type: string; description: string; data_tests?: string[] }[];
+  data_tests?: Record<string, { column_name: string; to?: string; field?: string }>[];
 }
 interface SourcesFile {
   version: 2;
@@ -56,8 +56,8 @@ function compiledTests(file: SourcesFile): { name: string; sql: string }[] {
   for (const t of file.sources[0]!.tables) {
     const model = `"main"."${t.name}"`;
     for (const c of t.columns)
-      for (const kind of c.tests ?? []) out.push({ name: `${kind}(${t.name}.${c.name})`, sql: compiled(kind, model, c.name) });
-    for (const test of t.tests ?? []) {
+      for (const kind of c.data_tests ?? []) out.push({ name: `${kind}(${t.name}.${c.name})`, sql: compiled(kind, model, c.name) });
+    for (const test of t.data_tests ?? []) {
       const [kind, args] = Object.entries(test)[0]!;
       out.push({ name: `${kind}(${t.name}: ${args.column_name})`, sql: compiled(kind, model, args.column_name, args) });
     }
@@ -98,14 +98,17 @@ describe('warehouse dbt', () => {
       const text = warehouseDbt({ dialect, dataset: 'analytics' });
       const file = parse(text) as SourcesFile;
       expect(validate(file), `${dialect}: ${JSON.stringify(validate.errors)}`).toBe(true);
+      // dbt >= 1.8 reads data_tests; tests is its deprecated name
+      expect(text).toMatch(/^\s+data_tests:/m);
+      expect(text).not.toMatch(/^\s+tests:/m);
       const source = file.sources[0]!;
       expect(source).toMatchObject({ name: 'school_export', schema: 'analytics', loaded_at_field: '_extracted_at' });
       expect(source.freshness).toEqual({ warn_after: { count: 26, period: 'hour' }, error_after: { count: 52, period: 'hour' } });
       // Every table has a not_null key and a unique key; child tables relate to their parent.
       for (const t of source.tables) {
-        expect(t.columns.find((c) => c.name === '_school_id')?.tests, t.name).toEqual(['not_null']);
+        expect(t.columns.find((c) => c.name === '_school_id')?.data_tests, t.name).toEqual(['not_null']);
         expect(
-          t.tests?.some((x) => 'unique' in x),
+          t.data_tests?.some((x) => 'unique' in x),
           t.name,
         ).toBe(true);
         expect(
@@ -114,7 +117,7 @@ describe('warehouse dbt', () => {
         ).toBe(true);
       }
       const students = source.tables.find((t) => t.name === 'achievement_students')!;
-      expect(students.tests).toContainEqual({
+      expect(students.data_tests).toContainEqual({
         relationships: {
           column_name: "_school_id || '|' || achievement_id",
           to: "source('school_export', 'achievements')",

@@ -8,6 +8,7 @@ import { LocalSink } from '../../src/sink/local.ts';
 import { readDirective } from '../../src/manifest/state-store.ts';
 import { readSecretFile } from '../../src/config/credentials.ts';
 import { logLine } from '../../src/cli/log.ts';
+import { checkRunPipeline } from '../../src/cli/webhooks.ts';
 import { post } from './http.ts';
 
 const SECRET = 'cli-secret-abcdef0123456789';
@@ -102,5 +103,16 @@ describe('webhooks serve (CLI)', () => {
     expect(JSON.parse(logLine({ event: 'webhook_rejected', status: 401 }))).toMatchObject({ level: 'warn', event: 'webhook_rejected' });
     expect(JSON.parse(logLine({ event: 'webhook_failed', status: 500 }))).toMatchObject({ level: 'error' });
     expect(logLine({ event: 'webhook', reason: 'a\u001bb' }, { tty: true })).toMatch(/^\d\d:\d\d:\d\d webhook reason=a\uFFFDb\n$/);
+  });
+
+  it('--run PIPELINE is checked at start, as the runs will read it: a missing file or token is one line, exit 2', async () => {
+    const dir = (root = await mkdtemp(join(tmpdir(), 'wh-cli-')));
+    expect(() => checkRunPipeline(join(dir, 'nope.json'), { dest: dir }, {})).toThrow(/nope\.json/);
+    const p = join(dir, 'p.json');
+    await writeFile(p, JSON.stringify({ api_url: 'https://api.example.com' }));
+    expect(() => checkRunPipeline(p, { dest: dir }, {})).toThrow(/no access token: set SCHOOL_API_TOKEN/);
+    expect(() => checkRunPipeline(p, { dest: dir }, { SCHOOL_API_TOKEN: 'tok' })).not.toThrow();
+    await writeFile(p, JSON.stringify({ api_url: 'https://api.example.com', format: 'xls' }));
+    expect(() => checkRunPipeline(p, { dest: dir }, { SCHOOL_API_TOKEN: 'tok' })).toThrow(expect.objectContaining({ code: 'E_CONFIG' }));
   });
 });

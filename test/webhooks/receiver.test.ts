@@ -9,7 +9,15 @@ import { readDirective } from '../../src/manifest/state-store.ts';
 import type { Manifest } from '../../src/manifest/types.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../src/webhooks/server.ts';
 import { EVENTS_PREFIX, type EventRecord } from '../../src/webhooks/event-log.ts';
+import type { RunOutcome } from '../../src/webhooks/child-run.ts';
+import { readWebhookQueue } from '../../src/webhooks/queue-file.ts';
 import { post } from './http.ts';
+
+/** Lets the receiver's own promises and I/O run until cond holds (no clock involved). */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setImmediate(r));
+  if (!cond()) throw new Error('condition not reached');
+}
 
 const SECRET = 'test-secret-0123456789abcdef';
 const TOKEN = 'school-token-SHOULD-NEVER-LEAK-42';
@@ -227,24 +235,26 @@ describe('webhook receiver: payloads acted on', () => {
     expect((await events()).map((e) => e.status)).toEqual(['applied', 'applied']);
   });
 
-  it('--run starts one run per approved school and logs its exit', async () => {
-    const outFile = join(root, 'runs.txt');
-    const exited = new Promise<any>((resolve) => {
-      const orig = (e: any) => {
-        logs.push(e);
-        if (e.event === 'run_exit') resolve(e);
-      };
-      void start({
-        log: orig,
-        runPipeline: 'pipelines/x.json',
-        runCommand: (id) => ({
-          cmd: process.execPath,
-          args: ['-e', `require('fs').appendFileSync(${JSON.stringify(outFile)}, process.argv[1] + '\\n')`, id],
-        }),
-      }).then(() => send(approved()));
+  it('--run: an approval is queued (the queue saved) before the answer, and a run starts for it', async () => {
+    const asked: string[][] = [];
+    let finish!: (o: RunOutcome) => void;
+    await start({
+      runPipeline: 'pipelines/x.json',
+      queue: { collectMs: 0 },
+      runner: (req) => {
+        asked.push(req.schools);
+        return { done: new Promise<RunOutcome>((r) => (finish = r)), stop: () => finish({ code: 143, signal: null }) };
+      },
     });
-    expect(await exited).toMatchObject({ event: 'run_exit', school_id: 'A1001', code: 0 });
-    expect(await readFile(outFile, 'utf8')).toBe('A1001\n');
+    expect((await send(approved())).status).toBe(200);
+    // answered after the queue file was written
+    expect((await readWebhookQueue(sink))!.waiting.map((w) => w.school_id)).toEqual(['A1001']);
+    await until(() => asked.length === 1);
+    expect(asked).toEqual([['A1001']]);
+    expect(logs.find((l) => l.event === 'run_started')).toMatchObject({ schools: 1, school_ids: ['A1001'], shard: '0/1' });
+    await rx!.close(); // stops the run: the school stays queued for the next start
+    rx = undefined;
+    expect((await readWebhookQueue(sink))!).toMatchObject({ waiting: [{ school_id: 'A1001', attempts: 0 }], running: [] });
   });
 });
 

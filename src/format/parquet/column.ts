@@ -21,10 +21,12 @@ export class ColumnBuilder {
   min = Infinity;
   max = -Infinity;
 
+  // Small at first, doubling as rows come: a run of thousands of one-row tasks allocated 17 KB
+  // per column per table per task (measured: most of an incremental night's garbage collection).
   constructor(
     readonly physical: Physical,
-    expectedRows = 1024,
-    expectedBytes = 16 * 1024,
+    expectedRows = 64,
+    expectedBytes = 1024,
   ) {
     this.defs = new Uint8Array(expectedRows);
     this.data = Buffer.allocUnsafe(expectedBytes);
