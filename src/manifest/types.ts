@@ -20,6 +20,11 @@ export interface ManifestFile {
   rows: number;
   bytes: number;
   sha256: string;
+  /**
+   * NDJSON and CSV files: bytes of the longest line (record) including its newline; absent for
+   * Parquet and in older manifests. Loaders size their readers' line and object limits from it.
+   */
+  max_line_bytes?: number;
 }
 
 export interface ManifestTask {

@@ -7,6 +7,7 @@ import type { TableSchema } from '../table.ts';
 import {
   addColumnsSql,
   describeSql,
+  type FileSize,
   readerKind,
   selectByNameSql,
   selectNdjsonSql,
@@ -434,10 +435,20 @@ class Load {
 
   /** The table's pending files of this run, staged by one statement per batch of files of one format. */
   private async stageTable(runId: string, t: TablePlan): Promise<void> {
+    // with the sizes the manifests record (the longest line sizes the readers' limits)
     const listed = (
-      await this.rows(`SELECT DISTINCT path, sha256 FROM ${d.temp(T.pendingFiles)} WHERE table_name = ${q(t.name)} ORDER BY path`)
-    ).map((r) => ({ path: String(r.path), sha256: r.sha256 === null ? '' : String(r.sha256) }));
-    const byKind = new Map<string, { path: string; sha256: string }[]>();
+      await this.rows(
+        `SELECT p.path, p.sha256, max(f.bytes)::BIGINT AS bytes, max(f.max_line_bytes)::BIGINT AS max_line FROM ` +
+          `(SELECT DISTINCT path, sha256 FROM ${d.temp(T.pendingFiles)} WHERE table_name = ${q(t.name)}) AS p ` +
+          `LEFT JOIN ${d.temp(T.files)} AS f ON f.path = p.path GROUP BY p.path, p.sha256 ORDER BY p.path`,
+      )
+    ).map((r) => ({
+      path: String(r.path),
+      sha256: r.sha256 === null ? '' : String(r.sha256),
+      bytes: r.bytes === null ? null : Number(r.bytes),
+      maxLineBytes: r.max_line === null ? null : Number(r.max_line),
+    }));
+    const byKind = new Map<string, PendingFile[]>();
     for (const f of listed) {
       const kind = readerKind(f.path);
       if (!kind) throw new ExportError('E_STATE', `${f.path}: unknown file type (expected .ndjson, .ndjson.gz, .csv or .parquet)`);
@@ -449,19 +460,20 @@ class Load {
     }
   }
 
-  private async stageBatch(runId: string, t: TablePlan, batch: { path: string; sha256: string }[]): Promise<void> {
+  private async stageBatch(runId: string, t: TablePlan, batch: PendingFile[]): Promise<void> {
     const limit = pLimit(8);
     const local = await Promise.all(batch.map((f) => limit(() => this.files.get(f))));
     try {
-      const paths = local.map((l) => l.path);
+      // the local copies, with the sizes the manifests record of the files
+      const files = local.map((l, i) => ({ ...batch[i]!, path: l.path }));
       await this.opts.beforeStage?.({ runId, table: t.name, paths: batch.map((f) => f.path) });
       const into = stageName(t.name);
       try {
-        if (readerKind(batch[0]!.path)!.startsWith('ndjson')) await this.exec(stageNdjsonSql(t, into, paths));
+        if (readerKind(batch[0]!.path)!.startsWith('ndjson')) await this.exec(stageNdjsonSql(t, into, files));
         else {
           const format = readerKind(batch[0]!.path)!.startsWith('csv') ? 'csv' : 'parquet';
-          const present = new Set((await this.rows(describeSql(format, paths))).map((r) => String(r.column_name)));
-          await this.exec(stageByNameSql(t, into, format, paths, present));
+          const present = new Set((await this.rows(describeSql(format, files))).map((r) => String(r.column_name)));
+          await this.exec(stageByNameSql(t, into, format, files, present));
         }
       } catch (e) {
         // A file removed after it was checked (a compaction meanwhile) reads as an I/O error.
@@ -491,15 +503,14 @@ class Load {
       if (!local) continue;
       try {
         const kind = readerKind(file.path)!;
+        const one = [{ ...file, path: local.path }];
         const sql = kind.startsWith('ndjson')
-          ? selectNdjsonSql(f.table, [local.path])
+          ? selectNdjsonSql(f.table, one)
           : selectByNameSql(
               f.table,
               kind.startsWith('csv') ? 'csv' : 'parquet',
-              [local.path],
-              new Set(
-                (await this.rows(describeSql(kind.startsWith('csv') ? 'csv' : 'parquet', [local.path]))).map((r) => String(r.column_name)),
-              ),
+              one,
+              new Set((await this.rows(describeSql(kind.startsWith('csv') ? 'csv' : 'parquet', one))).map((r) => String(r.column_name))),
             );
         await this.rows(`SELECT count(*) AS n FROM (${sql}) AS x`);
       } catch (e) {
@@ -546,11 +557,16 @@ class Load {
   }
 }
 
+/** A pending file as staging reads it: where, its checksum, and the sizes its manifest records. */
+interface PendingFile extends FileSize {
+  sha256: string;
+}
+
 /** DuckDB refused a batch of files (a value that does not fit its column, a file it cannot read). */
 class StageFailure extends Error {
   constructor(
     readonly table: TablePlan,
-    readonly batch: { path: string; sha256: string }[],
+    readonly batch: PendingFile[],
     override readonly cause: unknown,
   ) {
     super(cause instanceof Error ? cause.message : String(cause));

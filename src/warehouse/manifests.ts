@@ -50,7 +50,7 @@ export class ManifestTables {
         T.tasks,
         `manifest ${v}, run_id ${v}, pseudonymised INTEGER, school_id ${v}, resource ${v}, status ${v}, mode ${v}, seq BIGINT, piece_final INTEGER, snapshot ${v}`,
       ],
-      [T.files, `${id}, table_name ${v}, path ${v}, row_count BIGINT, sha256 ${v}`],
+      [T.files, `${id}, table_name ${v}, path ${v}, row_count BIGINT, sha256 ${v}, bytes BIGINT, max_line_bytes BIGINT`],
       [T.purges, `run_id ${v}, school_id ${v}, manifest ${v}`],
       [T.masked, `${id}, table_name ${v}, column_name ${v}`],
       [T.guarded, `${id}, table_name ${v}, column_name ${v}`],
@@ -116,7 +116,8 @@ export class ManifestTables {
         final && status === 'committed' ? 1 : 0,
         t.checkpoint?.snapshot ?? runId,
       ]);
-      for (const f of t.files ?? []) await this.row(T.files, [...key, f.table, f.path, f.rows, f.sha256]);
+      for (const f of t.files ?? [])
+        await this.row(T.files, [...key, f.table, f.path, f.rows, f.sha256, size(f.bytes), size(f.max_line_bytes)]);
       for (const [table, cols] of columnsOf(t.scope_masked)) await this.row(T.masked, [...key, table, cols]);
       for (const [table, cols] of columnsOf(t.scope_guarded)) await this.row(T.guarded, [...key, table, cols]);
       if (status === 'compacted') {
@@ -179,6 +180,9 @@ function checkedRunId(runId: string, v: unknown): string {
     throw new ExportError('E_STATE', `manifest ${runId} names an unsafe before_run ${JSON.stringify(String(v)).slice(0, 60)}`);
   return v;
 }
+
+/** A size a manifest states, or null when it states none (older manifests) or nonsense. */
+const size = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
 
 function safeSchool(runId: string, id: unknown): string {
   if (!isSafeId(id))
