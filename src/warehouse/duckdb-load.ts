@@ -417,7 +417,11 @@ class Load {
         try {
           await this.stageTable(runId, t);
         } catch (e) {
-          throw e instanceof StageFailure ? await this.explain(e) : e;
+          if (e instanceof StageFailure) throw await this.explain(e);
+          // a file that changed after its run (checksum) or cannot be read: say whose it is
+          if (e instanceof ExportError && !(e instanceof MissingFileError))
+            throw await this.stuck(e.message.replace(/^[^ ]+ /, ''), e.message.split(' ')[0]!, t, e);
+          throw e;
         }
         await this.checked(() => this.exec(stagedCountStatements(one(t), staged)));
       }
@@ -514,19 +518,34 @@ class Load {
             );
         await this.rows(`SELECT count(*) AS n FROM (${sql}) AS x`);
       } catch (e) {
-        return new ExportError(
-          'E_STATE',
-          `loading ${file.path} into ${f.table.name} failed: ${e instanceof Error ? e.message : String(e)}`,
-          {
-            cause: e,
-          },
-        );
+        return await this.stuck(`DuckDB refused it: ${e instanceof Error ? e.message : String(e)}`, file.path, f.table, e);
       } finally {
         await local.release();
       }
     }
     const cause = f.cause instanceof Error ? f.cause.message : String(f.cause);
     return new ExportError('E_STATE', `loading ${f.batch.length} file(s) into ${f.table.name} failed: ${cause}`, { cause: f.cause });
+  }
+
+  /**
+   * A pending task that cannot be loaded: which run, school and table, why, and what to do. The
+   * load stops at that run (the runs before it are applied and merged); loads after it stop there
+   * too until the file loads.
+   */
+  private async stuck(why: string, path: string, t: TablePlan, cause: unknown): Promise<ExportError> {
+    const [task] = await this.rows(
+      `SELECT run_id, school_id, resource FROM ${d.temp(T.files)} WHERE path = ${q(path)} ORDER BY run_id DESC LIMIT 1`,
+    );
+    const run = String(task?.run_id ?? '?');
+    const school = String(task?.school_id ?? '?');
+    const resource = String(task?.resource ?? t.name);
+    return new ExportError(
+      'E_STATE',
+      `run ${run}, school ${school}, table ${t.name}: ${path} cannot be loaded (${oneLine(why).slice(0, 400)}); ` +
+        `the runs before ${run} are loaded, this run and later ones are not: restore the file as run ${run} wrote it ` +
+        `(its manifest records its sha256 and rows; task ${resource}) and load again`,
+      { cause },
+    );
   }
 
   /** Documents none of whose entries is still pending (nor a purge, nor a compacted file's source) are not read again. */
