@@ -1,13 +1,15 @@
 /**
- * On-disk shapes of the run manifest and the per-school state file. These are read by the
- * warehouse loader and by users' scripts: change them only with a version bump.
+ * On-disk shapes of the manifests and the per-school state file. These are read by the
+ * warehouse loaders and by users' scripts: change them only with a version bump. Where each
+ * document lives, how big it may be and how it is read: src/manifest/layout.ts (docs/manifest.md).
  *
- *   <dest>/_manifests/<run_id>.json                   written last: the whole run
- *   <dest>/_manifests/<run_id>/part-<seq>.json        written during the run, one per commit batch:
- *                                                     tasks whose files are durable, before their
- *                                                     state advances. A run killed midway leaves
- *                                                     parts (no final file); loaders apply the
- *                                                     committed tasks of both, each task once.
+ *   <dest>/_manifests/<run_id>/part-<n>.json          bounded parts (<= 1 MB), written during the run:
+ *                                                     tasks whose files are durable (before their
+ *                                                     state advances), then the tasks that ended
+ *                                                     otherwise. A Manifest with status 'running'.
+ *   <dest>/_manifests/<run_id>.json                   written last: a RunManifest (the run's summary
+ *                                                     and the list of its parts). Earlier versions
+ *                                                     wrote a version 1 Manifest listing every task.
  *   <dest>/_state/region=<code>/school_id=<id>.json   per-school watermarks (one writer per school)
  */
 import type { FormatName } from '../format/index.ts';
@@ -18,7 +20,10 @@ export interface ManifestFile {
   rows: number;
   bytes: number;
   sha256: string;
-  /** NDJSON and CSV: bytes of the longest line (CSV: record, the header included) with its line end; absent for Parquet and in older manifests */
+  /**
+   * NDJSON and CSV files: bytes of the longest line (record) including its newline; absent for
+   * Parquet and in older manifests. Loaders size their readers' line and object limits from it.
+   */
   max_line_bytes?: number;
 }
 
@@ -34,9 +39,10 @@ export interface ManifestTask {
    * resource (`content_sha256`): no file was written (`files: []`, `rows: {}`); it is still a full
    * snapshot as of `read_at` (nothing was deleted), and the files of run `unchanged_since` hold
    * its rows. Loaders apply it as a no-op for the current state; the state advanced as for a
-   * committed full read.
+   * committed full read. compacted: written by `compact`, not a read: `files` holds one file that
+   * replaces the files `compaction` names (docs/manifest.md).
    */
-  status: 'committed' | 'unchanged' | 'failed' | 'skipped' | 'interrupted' | 'not_started';
+  status: 'committed' | 'unchanged' | 'failed' | 'skipped' | 'interrupted' | 'not_started' | 'compacted';
   /** full: every row of the resource for this school was read (a snapshot: rows of this (school, table)
    * not in it are gone upstream); incremental: only rows with updated_at after `updated_after`. */
   mode: 'full' | 'incremental';
@@ -73,7 +79,23 @@ export interface ManifestTask {
   content_sha256?: string;
   read_at?: string;
   unchanged_since?: string;
+  /** status 'compacted': what the one file of `files` holds (see CompactionRecord). */
+  compaction?: CompactionRecord;
   error?: { code: string; message: string };
+}
+
+/**
+ * A compacted file replaces data files of one (school, table): `sources` are the files tasks
+ * of export runs listed (each with the task it belongs to: run_id, this entry's school_id and
+ * resource, seq), whose rows it holds unchanged, in order; `inputs` are the files it was made
+ * of and that `compact` deleted after writing the manifest (sources, or files of an earlier
+ * compaction, whose sources are repeated here). A loader reads a source's rows from the latest
+ * compacted file listing it, keeping the rows of the source's run.
+ */
+export interface CompactionRecord {
+  table: string;
+  sources: { path: string; run_id: string; seq: number; rows: number }[];
+  inputs: string[];
 }
 
 /** What the personal-data policy did to the values written (docs/personal-data.md). */
@@ -117,7 +139,8 @@ export interface Manifest {
   format_options?: Record<string, unknown>;
   shard?: { index: number; count: number };
   /** ok: every task committed. partial: some task failed or was skipped. interrupted: stopped by a
-   * signal. failed: the run could not proceed (its tasks say why). running: this is a part file. */
+   * signal. failed: the run could not proceed (its tasks say why). running: this is a part file
+   * (every part has it, also after the run ended: its run manifest has the run's status). */
   status: 'ok' | 'partial' | 'interrupted' | 'failed' | 'running';
   part?: number; // on part files: the part's sequence number
   /** The personal-data policy the run applied (absent: every value kept as read). */
@@ -147,6 +170,45 @@ export interface Manifest {
   }[];
   /** The run changed the destination's format (accepted with --format-change). */
   format_change?: { from: FormatName; to: FormatName; by: string; at: string };
+}
+
+/** What a run manifest says of the run as a whole; bounded whatever the number of tasks. */
+export interface RunTotals {
+  /** Task entries by status (a task committed in checkpoint pieces counts once per piece). */
+  tasks: Partial<Record<ManifestTask['status'], number>>;
+  rows: Record<string, number>; // table -> rows written
+  files: number;
+  bytes: number;
+  deletions: number;
+  /** The first of the entries that did not commit (or committed with an error), with why. */
+  failures: { school_id: string; resource: string; status: ManifestTask['status']; code: string }[];
+  /** How many such entries there are in all (failures lists at most 100). */
+  failures_total: number;
+}
+
+/**
+ * `_manifests/<run_id>.json` from this version on: written last, once every part is durable. It
+ * repeats no task: loaders read the tasks from the parts it lists (and a run killed before its
+ * run manifest has parts only). Version 2: an earlier version's loader refuses it rather than
+ * taking it for a run without tasks.
+ */
+export interface RunManifest {
+  version: 2;
+  layout: 'parts';
+  /** export: a `run`; compaction: a `compact` (its entries have status 'compacted'). */
+  kind: 'export' | 'compaction';
+  run_id: string;
+  started_at: string;
+  finished_at: string;
+  format: FormatName;
+  format_options?: Record<string, unknown>;
+  shard?: { index: number; count: number };
+  status: 'ok' | 'partial' | 'interrupted' | 'failed';
+  personal_data?: PersonalDataRecord;
+  summary: RunTotals;
+  /** Every part of the run, in order: relative path, its number, its task entries and bytes. */
+  parts: { path: string; part: number; tasks: number; bytes: number }[];
+  purged?: Manifest['purged'];
 }
 
 /** One resource's committed progress at one school. */

@@ -1,4 +1,5 @@
-import type { Manifest, ManifestTask } from '../manifest/types.ts';
+import { listRuns, readRun } from '../manifest/layout.ts';
+import type { ManifestTask } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
 import { taskKey } from './run-tally.ts';
 
@@ -11,20 +12,21 @@ import { taskKey } from './run-tally.ts';
  */
 export type Estimates = Map<string, { full?: number; incremental?: number }>;
 
-const MANIFESTS = '_manifests/';
 const RUNS_READ = 3;
 
 export async function loadEstimates(sink: Sink, runId: string): Promise<Estimates> {
   const shard = /-s\d+of\d+$/.exec(runId)?.[0] ?? '';
-  const finals = (await sink.list(MANIFESTS))
-    .map((p) => /^_manifests\/([^/]+)\.json$/.exec(p)?.[1])
-    .filter((id): id is string => id !== undefined && id !== runId && (/-s\d+of\d+$/.exec(id)?.[0] ?? '') === shard)
-    .sort()
+  const finals = (await listRuns(sink))
+    .filter((r) => r.manifest && r.runId !== runId && (/-s\d+of\d+$/.exec(r.runId)?.[0] ?? '') === shard)
     .reverse()
     .slice(0, RUNS_READ);
   const out: Estimates = new Map();
-  for (const id of finals) {
-    const tasks = await readTasks(sink, `${MANIFESTS}${id}.json`);
+  for (const run of finals) {
+    // best effort: an unreadable run only means fewer estimates
+    const tasks = await readRun(sink, run).then(
+      (r) => r.tasks,
+      () => [],
+    );
     // newest run first: a task's size is taken from the latest run that committed it in that mode
     const sizes = new Map<string, { mode: ManifestTask['mode']; records: number }>();
     for (const t of tasks) {
@@ -41,34 +43,6 @@ export async function loadEstimates(sink: Sink, runId: string): Promise<Estimate
     }
   }
   return out;
-}
-
-/**
- * A run manifest's tasks. A manifest that lists its parts instead of its tasks (bounded
- * manifests) has them read from the parts it names.
- */
-async function readTasks(sink: Sink, path: string): Promise<ManifestTask[]> {
-  const m = await readJson<Manifest & { parts?: unknown }>(sink, path);
-  if (!m) return [];
-  if (Array.isArray(m.tasks)) return m.tasks;
-  const parts = Array.isArray(m.parts) ? m.parts : [];
-  const out: ManifestTask[] = [];
-  for (const p of parts) {
-    const rel = typeof p === 'string' ? p : (p as { path?: unknown } | null)?.path;
-    if (typeof rel !== 'string') continue;
-    const part = await readJson<Manifest>(sink, rel);
-    if (Array.isArray(part?.tasks)) out.push(...part.tasks);
-  }
-  return out;
-}
-
-async function readJson<T>(sink: Sink, path: string): Promise<T | undefined> {
-  try {
-    const buf = await sink.read(path);
-    return buf ? (JSON.parse(buf.toString('utf8')) as T) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The previous size of a task in the same mode (a full read is not an incremental one's estimate). */

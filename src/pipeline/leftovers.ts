@@ -1,8 +1,7 @@
+import { byRun, listDocs, listedFiles } from '../manifest/layout.ts';
 import { isStale, readLeases } from '../manifest/lease.ts';
-import type { Manifest } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
 
-const MANIFEST_DIR = '_manifests/';
 /** Killed runs already swept (outside _manifests/, which loaders read whole). */
 const SWEPT_DIR = '_state/_swept/';
 /** One marker per run in progress: a run killed before its first manifest part is known by it. */
@@ -40,12 +39,13 @@ export async function sweepLeftovers(sink: Sink, now = new Date()): Promise<void
 async function killedRuns(sink: Sink, live: ReadonlySet<string>): Promise<Map<string, string[]>> {
   const finals = new Set<string>();
   const runs = new Map<string, string[]>();
-  for (const p of await sink.list(MANIFEST_DIR)) {
-    const rel = p.slice(MANIFEST_DIR.length);
-    const whole = /^([^/]+)\.json$/.exec(rel);
-    const part = /^([^/]+)\/part-\d+\.json$/.exec(rel);
-    if (whole) finals.add(whole[1]!);
-    else if (part) runs.set(part[1]!, [...(runs.get(part[1]!) ?? []), p]);
+  for (const r of byRun(await listDocs(sink))) {
+    if (r.manifest) finals.add(r.runId);
+    else
+      runs.set(
+        r.runId,
+        r.parts.map((d) => d.path),
+      );
   }
   const ended: string[] = [];
   for (const p of await sink.list(RUNS_DIR)) {
@@ -61,24 +61,11 @@ async function killedRuns(sink: Sink, live: ReadonlySet<string>): Promise<Map<st
 }
 
 async function sweepUnlisted(sink: Sink, all: string[], runId: string, partPaths: string[]): Promise<void> {
-  const listed = new Set<string>();
-  for (const p of partPaths) {
-    const part = await readPart(sink, p);
-    if (!part) return; // unreadable or gone meanwhile: never delete what it may list
-    for (const t of part.tasks) for (const f of t.files) listed.add(f.path);
-  }
+  const listed = await listedFiles(sink, partPaths);
+  if (!listed) return; // a part unreadable or gone meanwhile: never delete what it may list
   const named = new RegExp(`/${runId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+\\.[a-z.]+$`);
   const orphans = all.filter((p) => !p.startsWith('_') && named.test(p) && !listed.has(p));
   if (orphans.length) await sink.remove(orphans);
   await sink.writeAtomic(`${SWEPT_DIR}${runId}.json`, JSON.stringify({ run_id: runId, removed: orphans.length }) + '\n');
   await markRunEnded(sink, runId);
-}
-
-async function readPart(sink: Sink, path: string): Promise<Manifest | undefined> {
-  const buf = await sink.read(path);
-  try {
-    return buf ? (JSON.parse(buf.toString('utf8')) as Manifest) : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -192,12 +192,15 @@ function byTask(entries: ManifestTask[]): ManifestTask[][] {
   return [...groups.values()];
 }
 
+/** Entries that did their job: an unchanged full read (scale) and a compacted file count as committed. */
+const DONE: ReadonlySet<ManifestTask['status']> = new Set(['committed', 'unchanged', 'compacted']);
+
 function taskOutcome(
   group: ManifestTask[],
 ): { status: 'committed' } | { status: Unfinished; code: string; message: string; resumes: boolean } {
-  const ended = group.find((t) => (t.status !== 'committed' && t.status !== 'unchanged') || t.error);
+  const ended = group.find((t) => !DONE.has(t.status) || t.error);
   if (!ended) return { status: 'committed' };
-  const status = ended.status === 'committed' || ended.status === 'unchanged' ? 'failed' : ended.status;
+  const status = DONE.has(ended.status) ? 'failed' : (ended.status as Unfinished);
   // Only checkpoint pieces let the next run resume; a listed task whose state did not advance does not.
   const pieces = group.filter((t) => t.status === 'committed' && !t.error && t.checkpoint && !t.checkpoint.final).length;
   const resumes = pieces > 0 && status !== 'skipped';

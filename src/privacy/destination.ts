@@ -9,7 +9,8 @@
  */
 import pLimit from 'p-limit';
 import { ExportError } from '../errors.ts';
-import type { Manifest, PersonalDataRecord } from '../manifest/types.ts';
+import { listRuns, readHeader, runTasks } from '../manifest/layout.ts';
+import type { Manifest, ManifestTask, PersonalDataRecord } from '../manifest/types.ts';
 import type { DestinationStore } from './store.ts';
 import { KEEP_ALL, policyFingerprint, policyRecord } from './policy.ts';
 
@@ -103,11 +104,10 @@ const INFER_FROM = 30;
  * a destination with years of runs costs a few reads, not all of them.
  */
 async function inferRecord(sink: DestinationStore): Promise<DestinationRecord | undefined> {
-  const runs = (await sink.list('_manifests/'))
-    .map((p) => /^_manifests\/([^/]+)\.json$/.exec(p))
-    .filter((m): m is RegExpExecArray => m !== null && !m[1]!.includes('-purge-'))
-    .map((m) => ({ path: m[0], runId: m[1]! }))
-    .sort((a, b) => (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
+  // finished runs (a run manifest), purges left out, newest first; read through src/manifest/layout.ts
+  const runs = (await listRuns(sink))
+    .filter((r) => r.manifest && !r.runId.includes('-purge-'))
+    .reverse()
     .slice(0, INFER_FROM);
   if (runs.length === 0) return undefined;
   const limit = pLimit(8);
@@ -115,8 +115,12 @@ async function inferRecord(sink: DestinationStore): Promise<DestinationRecord | 
     runs.map((r) =>
       limit(async () => {
         try {
-          const buf = await sink.read(r.path);
-          return buf ? { path: r.path, m: JSON.parse(buf.toString('utf8')) as Manifest } : undefined;
+          const header = await readHeader(sink, r.manifest!);
+          // only what is inferred is kept of the tasks, read part by part
+          const tasks: Pick<ManifestTask, 'drift_fields'>[] = [];
+          for await (const batch of runTasks(sink, r))
+            for (const t of batch) if (t.drift_fields) tasks.push({ drift_fields: t.drift_fields });
+          return { path: r.manifest!.path, m: { ...header, tasks } as unknown as Manifest };
         } catch {
           return undefined; // an unreadable manifest says nothing about the policy; loaders report it
         }

@@ -18,6 +18,7 @@
  * marks stay, `status` counts it, and a later run that commits the missing read purges it.
  */
 import pLimit from 'p-limit';
+import { redactDeletions as redactManifestDeletions } from '../manifest/layout.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import { readState, updateState } from '../manifest/state-store.ts';
 import type { Manifest, ManifestTask, ResourceState, SchoolState } from '../manifest/types.ts';
@@ -261,32 +262,10 @@ export function runIdOfDataFile(path: string): string | undefined {
  * each manifest stays (its tasks name files, not people; loaders skip them after the purge).
  */
 async function redactDeletions(sink: StateSink, before: ReadonlyMap<string, string>): Promise<string[]> {
-  const problems: string[] = [];
-  const limit = pLimit(8);
   // only runs before the latest purge can list what it removes (the run id is in the path)
   const last = [...before.values()].sort().pop() ?? '';
-  const paths = (await sink.list('_manifests/')).filter(
-    (p) => p.endsWith('.json') && (/^_manifests\/([^/]+?)(?:\.json|\/)/.exec(p)?.[1] ?? '') < last,
-  );
-  await Promise.all(
-    paths.map((p) =>
-      limit(async () => {
-        const buf = await sink.read(p);
-        if (!buf) return; // a run removed its parts meanwhile
-        let m: Manifest;
-        try {
-          m = JSON.parse(buf.toString('utf8')) as Manifest;
-        } catch {
-          problems.push(`${p} is not JSON: its deletion records could not be checked for ids written under the weaker policy`);
-          return;
-        }
-        if (!Array.isArray(m.deletions)) return;
-        const run = String(m.run_id);
-        const kept = m.deletions.filter((d) => !(before.has(d.school_id) && run < before.get(d.school_id)!));
-        if (kept.length === m.deletions.length) return;
-        await sink.writeAtomic(p, JSON.stringify({ ...m, deletions: kept }) + '\n');
-      }),
-    ),
-  );
-  return problems;
+  const { unreadable } = await redactManifestDeletions(sink, (run, d) => before.has(d.school_id) && run < before.get(d.school_id)!, {
+    docs: (doc) => doc.runId < last,
+  });
+  return unreadable.map((p) => `${p} is not JSON: its deletion records could not be checked for ids written under the weaker policy`);
 }

@@ -1,5 +1,6 @@
 import pLimit from 'p-limit';
-import type { Manifest, ManifestTask, PersonalDataRecord } from '../manifest/types.ts';
+import { listRuns, readRun, type RunDocs } from '../manifest/layout.ts';
+import type { Manifest, PersonalDataRecord } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
 import { collectStatus, type StatusReport, type TaskStatus } from '../status/collect.ts';
 
@@ -62,20 +63,16 @@ export const LAG_BINS: [number, string][] = [
   [30 * 86_400, '7-30 d'],
 ];
 export const WORST_SCHOOLS = 25;
-const MANIFESTS = '_manifests/';
 const DESTINATION_RECORD = '_state/_destination.json';
 
 export async function collectReport(sink: Sink, o: { runs: number; now?: Date }): Promise<ReportData> {
   const now = o.now ?? new Date();
   const status = await collectStatus(sink, { runs: Math.min(o.runs, 10), now });
   const problems = [...status.problems];
-  const ids = (await sink.list(MANIFESTS))
-    .map((p) => /^_manifests\/([^/]+)\.json$/.exec(p)?.[1])
-    .filter((id): id is string => id !== undefined)
-    .sort()
-    .slice(-o.runs);
-  const limit = pLimit(4); // each manifest may be large: a few at a time
-  const manifests = await Promise.all(ids.map((id) => limit(() => readRun(sink, id, problems))));
+  // finished runs (those with a run manifest), newest last
+  const finished = (await listRuns(sink)).filter((r) => r.manifest).slice(-o.runs);
+  const limit = pLimit(4); // a run may have several parts: a few runs at a time
+  const manifests = await Promise.all(finished.map((r) => limit(() => readWhole(sink, r, problems))));
   const runs = manifests.filter((m): m is Manifest => m !== undefined).map(runPoint);
   const tables = [...new Set(runs.flatMap((r) => Object.keys(r.rows)))].sort();
   const codes = [...new Set(runs.flatMap((r) => Object.keys(r.failures)))].sort();
@@ -102,18 +99,16 @@ async function readJson<T>(sink: Sink, path: string, problems: string[]): Promis
   }
 }
 
-/** A run manifest with its tasks: listed in it, or (a manifest that names its parts) read from the parts. */
-async function readRun(sink: Sink, id: string, problems: string[]): Promise<Manifest | undefined> {
-  const m = await readJson<Manifest & { parts?: unknown }>(sink, `${MANIFESTS}${id}.json`, problems);
-  if (!m || Array.isArray(m.tasks)) return m;
-  const tasks: ManifestTask[] = [];
-  for (const p of Array.isArray(m.parts) ? m.parts : []) {
-    const rel = typeof p === 'string' ? p : (p as { path?: unknown } | null)?.path;
-    if (typeof rel !== 'string') continue;
-    const part = await readJson<Manifest>(sink, rel, problems);
-    if (Array.isArray(part?.tasks)) tasks.push(...part.tasks);
+/** A finished run as one manifest (src/manifest/layout.ts reads it, whichever layout wrote it). */
+async function readWhole(sink: Sink, run: RunDocs, problems: string[]): Promise<Manifest | undefined> {
+  try {
+    const r = await readRun(sink, run);
+    if (!r.header) return undefined;
+    return { ...r.header, version: 1, tasks: r.tasks, deletions: r.deletions } as Manifest;
+  } catch (e) {
+    problems.push(`${run.manifest?.path ?? run.runId}: unreadable (${(e as Error).message})`);
+    return undefined;
   }
-  return { ...m, tasks };
 }
 
 function runPoint(m: Manifest): RunPoint {

@@ -1,7 +1,8 @@
 import pLimit from 'p-limit';
+import { byRun, listDocs, readHeader, runTasks, type DocHeader, type RunDocs } from '../manifest/layout.ts';
 import { isStale, readLeases } from '../manifest/lease.ts';
 import { listStates, readState } from '../manifest/state-store.ts';
-import type { Manifest, ManifestTask, SchoolDirective } from '../manifest/types.ts';
+import type { ManifestTask, RunManifest, SchoolDirective } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
 import { policyStatus, type PolicyStatus } from '../privacy/status.ts';
 
@@ -75,7 +76,6 @@ export interface StatusReport {
   problems: string[];
 }
 
-const MANIFESTS = '_manifests/';
 const DIRECTIVES = '_state/_directives/';
 
 const secondsBetween = (later: Date, iso: string | null | undefined): number | null => {
@@ -94,27 +94,25 @@ async function readJson<T>(sink: Sink, path: string, problems: string[]): Promis
   }
 }
 
-/** Whole-run manifests and part folders, by run id, newest first. */
-async function runIds(sink: Sink): Promise<{ id: string; final: string | undefined; parts: string[] }[]> {
-  const runs = new Map<string, { final?: string; parts: string[] }>();
-  for (const p of await sink.list(MANIFESTS)) {
-    const rel = p.slice(MANIFESTS.length);
-    const whole = /^([^/]+)\.json$/.exec(rel);
-    const part = /^([^/]+)\/part-\d+\.json$/.exec(rel);
-    const id = whole?.[1] ?? part?.[1];
-    if (!id) continue;
-    const r = runs.get(id) ?? { parts: [] };
-    if (whole) r.final = p;
-    else r.parts.push(p);
-    runs.set(id, r);
-  }
-  return [...runs.entries()]
-    .sort(([a], [b]) => (a < b ? 1 : a > b ? -1 : 0))
-    .map(([id, r]) => ({ id, final: r.final, parts: r.parts.sort() }));
+/** Runs by id, newest first (src/manifest/layout.ts knows where their documents are). */
+async function runIds(sink: Sink): Promise<RunDocs[]> {
+  return byRun(await listDocs(sink)).reverse();
 }
 
-function runStatus(id: string, m: Manifest | undefined, partTasks: ManifestTask[], running: boolean, now: Date): RunStatus {
-  const tasks = m?.tasks ?? partTasks;
+/** A run's entries: those its manifest or parts list (read part by part). */
+async function entriesOf(sink: Sink, run: RunDocs, problems: string[]): Promise<ManifestTask[]> {
+  const out: ManifestTask[] = [];
+  try {
+    for await (const tasks of runTasks(sink, run)) out.push(...tasks);
+  } catch (e) {
+    problems.push(`${run.manifest?.path ?? `_manifests/${run.runId}/`}: unreadable (${(e as Error).message})`);
+  }
+  return out;
+}
+
+function runStatus(id: string, m: DocHeader | RunManifest | undefined, partTasks: ManifestTask[], running: boolean, now: Date): RunStatus {
+  const totals = m && 'summary' in m ? m.summary : undefined;
+  const tasks = partTasks;
   const status = m?.status && m.status !== 'running' ? m.status : running ? 'running' : 'incomplete';
   const finished = m?.finished_at ?? null;
   const started = m?.started_at ?? null;
@@ -126,10 +124,14 @@ function runStatus(id: string, m: Manifest | undefined, partTasks: ManifestTask[
     finished_at: finished,
     duration_seconds: started ? secondsBetween(finished ? new Date(finished) : now, started) : null,
     shard: m?.shard ? `${m.shard.index}/${m.shard.count}` : (/-s(\d+)of(\d+)$/.exec(id)?.slice(1).join('/') ?? null),
-    tasks: tasks.length,
-    unchanged: tasks.filter((t) => t.status === 'unchanged').length,
-    rows: tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
-    failures: tasks.filter((t) => t.status === 'failed' || t.status === 'interrupted').length,
+    tasks: totals ? Object.values(totals.tasks).reduce((a, b) => a + (b ?? 0), 0) : tasks.length,
+    unchanged: totals ? (totals.tasks.unchanged ?? 0) : tasks.filter((t) => t.status === 'unchanged').length,
+    rows: totals
+      ? Object.values(totals.rows).reduce((a, b) => a + b, 0)
+      : tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
+    failures: totals
+      ? (totals.tasks.failed ?? 0) + (totals.tasks.interrupted ?? 0)
+      : tasks.filter((t) => t.status === 'failed' || t.status === 'interrupted').length,
   };
 }
 
@@ -153,9 +155,13 @@ export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number }
   const runDocs = await Promise.all(
     recent.map((r) =>
       limit(async () => {
-        const final = r.final ? await readJson<Manifest>(sink, r.final, problems) : undefined;
-        const parts = final ? [] : await Promise.all(r.parts.map((p) => readJson<Manifest>(sink, p, problems)));
-        return { id: r.id, final, tasks: final?.tasks ?? parts.flatMap((p) => p?.tasks ?? []) };
+        let final: DocHeader | RunManifest | undefined;
+        try {
+          final = r.manifest ? await readHeader(sink, r.manifest) : undefined;
+        } catch (e) {
+          problems.push(`${r.manifest!.path}: unreadable (${(e as Error).message})`);
+        }
+        return { id: r.runId, final, tasks: await entriesOf(sink, r, problems) };
       }),
     ),
   );

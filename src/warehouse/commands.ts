@@ -5,7 +5,7 @@ import type { TableSchema } from '../table.ts';
 import type { ResourceSpec } from '../resources/index.ts';
 import { renderDbtSources, type DbtOptions } from './dbt.ts';
 import type { LoadResult } from './duckdb-load.ts';
-import { listManifests, parseManifest } from './manifests.ts';
+import { listDocs, parseDoc } from '../manifest/layout.ts';
 import { renderSql, type RenderOptions } from './render.ts';
 
 /**
@@ -69,10 +69,10 @@ export async function compactManifests(opts: { dest: string; s3?: S3SinkOptions 
   const sink = await openExisting(opts.dest, opts.s3);
   let rewritten = 0;
   try {
-    for (const doc of await listManifests(sink)) {
+    for (const doc of await listDocs(sink)) {
       const buf = await sink.read(doc.path);
       if (buf === undefined || !buf.toString('utf8').trimEnd().includes('\n')) continue;
-      const manifest = parseManifest(buf, doc.path, doc.runId);
+      const manifest = parseDoc(buf, doc.path, doc.runId);
       await sink.writeAtomic(doc.path, JSON.stringify(manifest) + '\n');
       rewritten++;
     }

@@ -1,30 +1,41 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { existsSync } from 'node:fs';
 import pLimit from 'p-limit';
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
-import type { ManifestFile } from '../manifest/types.ts';
+import { compareDocs, docOf, listDocs, type ManifestDoc } from '../manifest/layout.ts';
 import type { TableSchema } from '../table.ts';
-import { addColumnsSql, describeSql, formatOfPath, stageByNameSql, stageNdjsonSql } from './duckdb-stage.ts';
-import { localFiles, type LocalFiles } from './fetch-file.ts';
 import {
-  legacyKey,
-  listManifests,
-  manifestEntries,
-  pendingTasks,
-  readManifest,
-  snapshotTables,
-  type LoadTask,
-  type Purge,
-  type WarehouseSource,
-} from './manifests.ts';
-import { ddlStatements, mergeAndCompact, purgeStatements } from './merge-sql.ts';
+  addColumnsSql,
+  describeSql,
+  type FileSize,
+  readerKind,
+  selectByNameSql,
+  selectNdjsonSql,
+  stageByNameSql,
+  stageNdjsonSql,
+} from './duckdb-stage.ts';
+import { localFiles, MissingFileError, type LocalFiles } from './fetch-file.ts';
+import { ManifestTables, type WarehouseSource } from './manifests.ts';
+import { compactTable, markMergedStatements, mergeStatement, snapshotCleanup } from './merge-sql.ts';
+import {
+  T,
+  appendStatements,
+  pendingStatements,
+  rebuildStatements,
+  recordStatements,
+  setupStatements,
+  stageName,
+  stagedCountStatements,
+  type NightlyParts,
+} from './nightly.ts';
 import {
   buildPlan,
   LEGACY_RUNS_TABLE,
   MANIFESTS_TABLE,
-  MASKED_TABLE,
   PURGE_RESOURCE,
-  SNAPSHOTS_TABLE,
   TASKS_TABLE,
+  TOUCHED_TABLE,
+  rawName,
   type Plan,
   type TablePlan,
 } from './plan.ts';
@@ -42,6 +53,20 @@ export interface LoadOptions {
   keepHistory?: boolean;
   /** Refuse to load anything when a pending task's manifest does not record person ids as pseudonymised. */
   requirePseudonymised?: boolean;
+  /** Files read by one staging statement (default 200: DuckDB holds every file's reader state at once). */
+  filesPerStatement?: number;
+  /** DuckDB's memory limit (default 256MB: the rest spills to disk, so a load of any size stays bounded). */
+  memoryLimit?: string;
+  /** Rows one batch of a run's schools stages (default 200,000) and staged rows one merge statement works on (default 50,000); a school is never split. */
+  batchRows?: number;
+  mergeRows?: number;
+  /** DuckDB threads (default: DuckDB's, one per core). */
+  threads?: number;
+  /**
+   * Called with each batch of files once they are checked, just before DuckDB reads them. Tests
+   * make a compaction happen here, at a known point of a load.
+   */
+  beforeStage?: (batch: { runId: string; table: string; paths: string[] }) => Promise<void>;
 }
 
 export interface LoadResult {
@@ -55,13 +80,38 @@ export interface LoadResult {
 
 const d = duckdbSql();
 const q = (v: string): string => d.str(v);
+/** Rows a batch of a run's schools stages, and staged rows a merge batch works on (a school is never split). */
+const BATCH_ROWS = 200_000;
+const MERGE_ROWS = 50_000;
+
+/** Schools (with their row counts, in order) in consecutive batches of about `limit` rows. */
+function batchesOf(schools: Record<string, unknown>[], limit: number): string[][] {
+  const batches: string[][] = [[]];
+  let rows = 0;
+  for (const s of schools) {
+    const n = Number(s.n);
+    if (batches.at(-1)!.length > 0 && rows + n > limit) {
+      batches.push([]);
+      rows = 0;
+    }
+    batches.at(-1)!.push(String(s.school_id));
+    rows += n;
+  }
+  return batches.filter((b) => b.length > 0);
+}
+const ALL = { pending: '_se_all_pending', pendingFiles: '_se_all_pending_files', pendingPurges: '_se_all_pending_purges' } as const;
 
 /**
  * Applies the committed tasks not yet applied (by task key: run, school, resource, checkpoint
- * piece), run by run in run_id order, each run in one transaction (its files staged with their
- * checksums checked, its snapshots and task keys recorded), then merges the touched schools into
- * the current-state tables. A crash between runs leaves whole runs applied, never part of one;
- * loading again applies what is left, and loading twice changes nothing.
+ * piece), run by run in run_id order, each run in one transaction, then merges the touched
+ * (school, table) pairs into the current-state tables, with the statements the static scripts
+ * run (nightly.ts). What it holds in memory does not grow with schools, runs or tasks: the
+ * manifests it has not read to the end are read one part at a time into temporary tables;
+ * each table's pending files of a run are staged by one statement per batch of files (after
+ * their sha256 is checked); the merge is set-based, and DuckDB spills beyond its memory limit.
+ * A crash between runs leaves whole runs applied, never part of one; loading again applies what
+ * is left, and loading twice changes nothing. A file a compaction removed while the load ran is
+ * read from the file that replaced it (docs/manifest.md).
  */
 export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const plan = buildPlan(opts.tables);
@@ -75,237 +125,469 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   });
   const conn = await instance.connect();
   const files = localFiles(opts.sink, { verify: opts.verifyChecksums ?? true });
+  const tables = new ManifestTables(conn);
+  const load = new Load(conn, plan, opts, files, tables, progress);
   try {
-    // ISO text with Z and UTC-adjusted Parquet are instants either way; UTC keeps casts of naive values exact.
-    await conn.run("SET TimeZone = 'UTC'");
-    for (const s of ddlStatements(plan, d)) await conn.run(s);
-    await conn.run(`CREATE TABLE IF NOT EXISTS ${d.table(MANIFESTS_TABLE)} (manifest VARCHAR NOT NULL, read_at TIMESTAMPTZ)`);
-    for (const t of plan.tables) for (const s of addColumnsSql(t)) await conn.run(s);
-
-    const state = await readLoadState(conn, opts.sink);
-    if (opts.requirePseudonymised) refuseUnpseudonymised(state.pending);
-
-    const appliedRuns: string[] = [];
-    let appliedTasks = 0;
-    // A run that fails to apply is rolled back whole and stops the load; the runs applied
-    // before it are still merged, so the tables reflect every run up to the failure.
-    let failure: unknown;
-    for (const runId of [...new Set([...state.pending.map((t) => t.runId), ...state.purges.map((p) => p.runId)])].sort()) {
-      progress(`applying run ${runId}`);
-      const tasks = state.pending.filter((t) => t.runId === runId);
-      const purges = state.purges.filter((p) => p.runId === runId);
-      try {
-        await inTransaction(conn, () => applyRun(conn, plan, files, tasks, purges, progress));
-      } catch (e) {
-        failure = e;
-        break;
-      }
-      for (const t of [...tasks, ...purges]) state.applied.add(t.key);
-      appliedRuns.push(runId);
-      appliedTasks += tasks.length;
-    }
-    const [unmerged] = await rows(
-      conn,
-      `SELECT count(*)::BIGINT AS n, count(DISTINCT school_id)::BIGINT AS s FROM ${d.table(TASKS_TABLE)} WHERE merged_at IS NULL`,
-    );
-    if (Number(unmerged?.n ?? 0) > 0) {
-      await inTransaction(conn, async () => {
-        for (const s of mergeAndCompact(plan, d, { keepHistory: opts.keepHistory ?? false })) await conn.run(s);
-      });
-      progress(`merged ${Number(unmerged?.n)} task(s) of ${Number(unmerged?.s)} school(s) into ${plan.tables.length} table(s)`);
-    } else {
-      progress('no new tasks to apply');
-    }
-    // Documents all of whose tasks are applied (or never will be: purged) are not read again.
-    const done = state.docs.filter((doc) => doc.keys.every((k) => state.applied.has(k) || state.blocked.has(k)));
-    if (done.length > 0) {
-      await conn.run(`INSERT INTO ${d.table(MANIFESTS_TABLE)} VALUES ${done.map((doc) => `(${q(doc.path)}, now())`).join(', ')}`);
-    }
-    if (failure !== undefined) throw failure;
-    const counts: Record<string, number> = {};
-    for (const t of plan.tables) {
-      const [r] = await rows(conn, `SELECT count(*)::BIGINT AS n FROM ${d.table(t.name)}`);
-      counts[t.name] = Number(r?.n ?? 0);
-    }
-    return { appliedRuns, appliedTasks, tables: counts };
+    return await load.run();
   } finally {
+    tables.close();
     await files.close();
     conn.closeSync();
     instance.closeSync();
   }
 }
 
-interface LoadState {
-  applied: Set<string>;
-  /** Task keys of schools purged after their run started: never loaded. */
-  blocked: Set<string>;
-  pending: LoadTask[];
-  purges: Purge[];
-  docs: { path: string; keys: string[] }[];
-}
+class Load {
+  private readonly parts: NightlyParts;
+  /** Documents read by this load (a refresh reads only what appeared since). */
+  private readonly read = new Set<string>();
 
-/** What is applied (the task keys in the warehouse) and what is pending (the manifests not read to the end). */
-async function readLoadState(conn: DuckDBConnection, src: WarehouseSource): Promise<LoadState> {
-  const applied = new Set(
-    (await rows(conn, `SELECT run_id, school_id, resource, seq FROM ${d.table(TASKS_TABLE)}`)).map(
-      (r) => `${String(r.run_id)}|${String(r.school_id)}|${String(r.resource)}|${Number(r.seq)}`,
-    ),
-  );
-  const allPurges: { runId: string; schoolId: string }[] = (
-    await rows(conn, `SELECT run_id, school_id FROM ${d.table(TASKS_TABLE)} WHERE resource = ${q(PURGE_RESOURCE)}`)
-  ).map((r) => ({ runId: String(r.run_id), schoolId: String(r.school_id) }));
-  const read = new Set((await rows(conn, `SELECT manifest FROM ${d.table(MANIFESTS_TABLE)}`)).map((r) => String(r.manifest)));
-  const legacy = await legacyRuns(conn);
-
-  const tasks: LoadTask[] = [];
-  const purges: Purge[] = [];
-  const docs: LoadState['docs'] = [];
-  const migrated: LoadTask[] = [];
-  // Read side by side (S3 GETs), handled in run order.
-  const limit = pLimit(8);
-  const unread = (await listManifests(src)).filter((doc) => !read.has(doc.path));
-  const documents = await Promise.all(unread.map((doc) => limit(async () => ({ doc, m: await readManifest(src, doc.path, doc.runId) }))));
-  for (const { doc, m } of documents) {
-    const entries = manifestEntries(m, doc.path);
-    docs.push({ path: doc.path, keys: [...entries.tasks, ...entries.purges].map((t) => t.key) });
-    // A loader before task keys recorded this document as applied: its tasks are in the tables.
-    if (legacy?.has(legacyKey(doc))) migrated.push(...entries.tasks.filter((t) => !applied.has(t.key)));
-    tasks.push(...entries.tasks);
-    purges.push(...entries.purges);
-    allPurges.push(...entries.purges);
+  constructor(
+    private readonly conn: DuckDBConnection,
+    private readonly plan: Plan,
+    private readonly opts: LoadOptions,
+    private readonly files: LocalFiles,
+    private readonly tables: ManifestTables,
+    private readonly progress: (msg: string) => void,
+  ) {
+    this.parts = { plan, d, requirePseudonymised: false };
   }
-  if (legacy) await migrateLegacy(conn, migrated, applied, purges);
-  const pending = pendingTasks(tasks, applied, allPurges);
-  const pendingKeys = new Set(pending.map((t) => t.key));
-  const blocked = new Set(tasks.filter((t) => !applied.has(t.key) && !pendingKeys.has(t.key)).map((t) => t.key));
-  const newPurges = [...new Map(purges.filter((p) => !applied.has(p.key)).map((p) => [p.key, p])).values()];
-  return { applied, blocked, pending, purges: newPurges, docs };
-}
 
-/** Tables of databases written before task keys: run ids and part keys of applied documents. */
-async function legacyRuns(conn: DuckDBConnection): Promise<Set<string> | undefined> {
-  const [exists] = await rows(
-    conn,
-    `SELECT count(*)::BIGINT AS n FROM duckdb_tables() WHERE table_name = ${q(LEGACY_RUNS_TABLE)} AND schema_name = 'main'`,
-  );
-  if (Number(exists?.n ?? 0) === 0) return undefined;
-  return new Set((await rows(conn, `SELECT run_id FROM ${d.table(LEGACY_RUNS_TABLE)}`)).map((r) => String(r.run_id)));
-}
+  private exec = async (sql: string | string[]): Promise<void> => {
+    for (const s of Array.isArray(sql) ? sql : [sql]) await this.conn.run(s);
+  };
 
-/** Records the tasks of documents the old loader applied, with their purges, then drops its table. */
-async function migrateLegacy(conn: DuckDBConnection, tasks: LoadTask[], applied: Set<string>, purges: Purge[]): Promise<void> {
-  await inTransaction(conn, async () => {
-    const seen = new Set<string>();
-    for (const t of tasks) {
-      if (seen.has(t.key)) continue;
-      seen.add(t.key);
-      await conn.run(recordTaskSql(t, 'now()'));
-      applied.add(t.key);
-    }
-    const legacy = new Set((await rows(conn, `SELECT run_id FROM ${d.table(LEGACY_RUNS_TABLE)}`)).map((r) => String(r.run_id)));
-    for (const p of purges) {
-      if (!legacy.has(p.runId) || applied.has(p.key)) continue;
-      await conn.run(recordPurgeSql(p, 'now()'));
-      applied.add(p.key);
-    }
-    await conn.run(`DROP TABLE ${d.table(LEGACY_RUNS_TABLE)}`);
-  });
-}
+  private rows = async (sql: string): Promise<Record<string, unknown>[]> =>
+    (await this.conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
 
-function refuseUnpseudonymised(pending: LoadTask[]): void {
-  const bad = [...new Set(pending.filter((t) => !t.pseudonymised).map((t) => t.runId))];
-  if (bad.length === 0) return;
-  throw new ExportError(
-    'E_POLICY',
-    `--require-pseudonymised: run ${bad[0]}${bad.length > 1 ? ` (and ${bad.length - 1} more)` : ''} was not pseudonymised ` +
-      '(its manifest has no personal_data policy with person_id: pseudonymise); nothing was loaded',
-  );
-}
+  async run(): Promise<LoadResult> {
+    const { plan } = this;
+    // ISO text with Z and UTC-adjusted Parquet are instants either way; UTC keeps casts of naive values exact.
+    await this.exec([
+      "SET TimeZone = 'UTC'",
+      `SET memory_limit = ${q(this.opts.memoryLimit ?? '256MB')}`,
+      // Rows of a table are a set: no need to keep the files' row order while staging.
+      'SET preserve_insertion_order = false',
+      // Each file is read once: caching it only holds memory (up to the limit) for nothing.
+      'SET enable_external_file_cache = false',
+      // Give memory back after each big step instead of keeping it for the next.
+      "SET allocator_flush_threshold = '16MB'",
+      ...(this.opts.threads ? [`SET threads = ${Math.max(1, Math.floor(this.opts.threads))}`] : []),
+    ]);
+    const hadTouched = await this.exists(TOUCHED_TABLE);
+    await this.exec(setupStatements(this.parts));
+    await this.exec(`CREATE TABLE IF NOT EXISTS ${d.table(MANIFESTS_TABLE)} (manifest VARCHAR NOT NULL, read_at TIMESTAMPTZ)`);
+    for (const t of plan.tables) await this.exec(addColumnsSql(t));
+    if (!hadTouched) await this.seedTouched();
+    await this.tables.create();
 
-async function applyRun(
-  conn: DuckDBConnection,
-  plan: Plan,
-  files: LocalFiles,
-  tasks: LoadTask[],
-  purges: Purge[],
-  progress: (msg: string) => void,
-): Promise<void> {
-  const byName = new Map(plan.tables.map((t) => [t.name, t]));
-  const known = [...byName.keys()];
-  for (const p of purges) {
-    for (const s of purgeStatements(plan, d, `SELECT ${q(p.runId)} AS run_id, ${q(p.schoolId)} AS school_id`)) await conn.run(s);
-    await conn.run(recordPurgeSql(p, 'NULL'));
-  }
-  for (const t of tasks) {
-    for (const f of t.files) {
-      const tp = byName.get(f.table);
-      if (!tp) {
-        progress(`skipping ${f.path}: table ${f.table} is not among the tables being loaded`);
-        continue;
+    await this.readNewDocs(true);
+    await this.exec(
+      `INSERT INTO ${d.temp(T.purges)} (run_id, school_id) SELECT run_id, school_id FROM ${d.table(TASKS_TABLE)} WHERE resource = ${q(PURGE_RESOURCE)}`,
+    );
+    if (await this.exists(LEGACY_RUNS_TABLE)) await this.migrateLegacy();
+    await this.computePending();
+    if (this.opts.requirePseudonymised) await this.refuseUnpseudonymised();
+
+    const appliedRuns: string[] = [];
+    let appliedTasks = 0;
+    // A run that fails to apply is rolled back whole and stops the load; the runs applied
+    // before it are still merged, so the tables reflect every run up to the failure.
+    let failure: unknown;
+    let refreshes = 0;
+    runs: for (;;) {
+      const runs = (await this.rows(`SELECT run_id FROM ${ALL.pending} UNION SELECT run_id FROM ${ALL.pendingPurges} ORDER BY 1`)).map(
+        (r) => String(r.run_id),
+      );
+      for (const runId of runs) {
+        this.progress(`applying run ${runId}`);
+        try {
+          appliedTasks += await this.applyRun(runId);
+          appliedRuns.push(runId);
+        } catch (e) {
+          // A compaction removed a file after this load read the manifests: the manifests
+          // written since say where its rows are now.
+          if (e instanceof MissingFileError && refreshes < 3 && (await this.readNewDocs(false)) > 0) {
+            refreshes += 1;
+            this.progress(`${e.path} was removed meanwhile (a compaction): read the manifests written since, applying again`);
+            await this.computePending();
+            continue runs;
+          }
+          failure = e;
+        }
+        if (failure !== undefined) break;
       }
-      await stageFile(conn, tp, files, f);
+      break;
     }
-    const snaps = snapshotTables(t, known);
-    if (snaps.length > 0) {
-      await conn.run(
-        `INSERT INTO ${d.table(SNAPSHOTS_TABLE)} VALUES ${snaps.map((n) => `(${q(t.snapshot!)}, ${q(t.schoolId)}, ${q(n)})`).join(', ')}`,
-      );
-    }
-    const masked = t.masked.filter(([table]) => byName.has(table));
-    if (masked.length > 0) {
-      await conn.run(
-        `INSERT INTO ${d.table(MASKED_TABLE)} VALUES ${masked.map(([table, col]) => `(${q(t.runId)}, ${q(t.schoolId)}, ${q(table)}, ${q(col)})`).join(', ')}`,
-      );
-    }
-    await conn.run(recordTaskSql(t, 'NULL'));
-  }
-}
-
-function recordTaskSql(t: LoadTask, mergedAt: string): string {
-  return (
-    `INSERT INTO ${d.table(TASKS_TABLE)} VALUES (${q(t.runId)}, ${q(t.schoolId)}, ${q(t.resource)}, ${t.seq}, ${q(t.manifest)}, ` +
-    `${q(t.mode)}, ${t.snapshot === undefined ? 'NULL' : q(t.snapshot)}, now(), ${mergedAt})`
-  );
-}
-
-function recordPurgeSql(p: Purge, mergedAt: string): string {
-  return `INSERT INTO ${d.table(TASKS_TABLE)} VALUES (${q(p.runId)}, ${q(p.schoolId)}, ${q(PURGE_RESOURCE)}, 0, NULL, NULL, NULL, now(), ${mergedAt})`;
-}
-
-async function stageFile(conn: DuckDBConnection, t: TablePlan, files: LocalFiles, f: ManifestFile): Promise<void> {
-  const format = formatOfPath(f.path);
-  if (!format) throw new ExportError('E_STATE', `${f.path}: unknown file type (expected .ndjson, .ndjson.gz, .csv or .parquet)`);
-  const local = await files.get(f);
-  try {
-    if (format === 'ndjson') {
-      await conn.run(stageNdjsonSql(t, local.path));
+    const [unmerged] = await this.rows(
+      `SELECT count(*)::BIGINT AS n, count(DISTINCT school_id)::BIGINT AS s FROM ${d.table(TASKS_TABLE)} WHERE merged_at IS NULL`,
+    );
+    if (Number(unmerged?.n ?? 0) > 0) {
+      await this.merge();
+      this.progress(`merged ${Number(unmerged?.n)} task(s) of ${Number(unmerged?.s)} school(s) into ${plan.tables.length} table(s)`);
     } else {
-      const described = await rows(conn, describeSql(format, local.path));
-      const present = new Set(described.map((r) => String(r.column_name)));
-      await conn.run(stageByNameSql(t, format, local.path, present));
+      this.progress('no new tasks to apply');
     }
-  } catch (e) {
-    if (e instanceof ExportError) throw e;
-    throw new ExportError('E_STATE', `loading ${f.path} into ${t.name} failed: ${e instanceof Error ? e.message : String(e)}`, {
-      cause: e,
-    });
-  } finally {
-    await local.release();
+    await this.recordDocsDone();
+    if (failure !== undefined) throw failure;
+    const counts: Record<string, number> = {};
+    for (const t of plan.tables) {
+      const [r] = await this.rows(`SELECT count(*)::BIGINT AS n FROM ${d.table(t.name)}`);
+      counts[t.name] = Number(r?.n ?? 0);
+    }
+    return { appliedRuns, appliedTasks, tables: counts };
+  }
+
+  /**
+   * Merges the touched (school, table) pairs, table by table (parents first), each table's schools
+   * in batches of about MERGE_ROWS staged rows, each batch in its own transaction: memory follows
+   * the batch, not the number of schools (a batch merged twice after a crash gives the same
+   * state). The tasks are marked merged, and the touched pairs cleared, once every batch is in.
+   */
+  private async merge(): Promise<void> {
+    const batchTable = '_se_touched_batch';
+    for (const t of this.plan.tables) {
+      const names = [t.name, ...(t.parent ? [t.parent.table] : [])].map(q).join(', ');
+      const schools = await this.rows(
+        `SELECT ts.school_id, count(r._school_id)::BIGINT AS n FROM (SELECT DISTINCT school_id FROM ${d.table(TOUCHED_TABLE)} ` +
+          `WHERE table_name IN (${names})) AS ts LEFT JOIN ${d.table(rawName(t.name))} AS r ON r._school_id = ts.school_id GROUP BY ts.school_id ORDER BY ts.school_id`,
+      );
+      if (schools.length === 0) continue;
+      const batches = batchesOf(schools, this.opts.mergeRows ?? MERGE_ROWS);
+      for (const batch of batches) {
+        await this.exec(`CREATE OR REPLACE TEMP TABLE ${batchTable} (school_id VARCHAR, table_name VARCHAR)`);
+        const a = await this.conn.createAppender(batchTable);
+        for (const id of batch) {
+          a.appendVarchar(id);
+          a.appendVarchar(t.name);
+          a.endRow();
+        }
+        a.closeSync();
+        const scope = { touched: batchTable };
+        await this.transaction(() =>
+          this.exec([mergeStatement(this.plan, t, d, scope), ...(this.opts.keepHistory ? [] : compactTable(this.plan, t, d, scope))]),
+        );
+      }
+    }
+    await this.transaction(() => this.exec([...(this.opts.keepHistory ? [] : [snapshotCleanup(d)]), ...markMergedStatements(d)]));
+  }
+
+  private async exists(table: string): Promise<boolean> {
+    const [r] = await this.rows(
+      `SELECT count(*)::BIGINT AS n FROM duckdb_tables() WHERE table_name = ${q(table)} AND schema_name = 'main'`,
+    );
+    return Number(r?.n ?? 0) > 0;
+  }
+
+  /**
+   * A database written before the merge knew which tables a task touched may hold tasks applied
+   * but not merged (a crash between the two): every table of their schools is merged.
+   */
+  private async seedTouched(): Promise<void> {
+    const names = this.plan.tables.map((t) => `SELECT ${q(t.name)} AS table_name`).join(' UNION ALL ');
+    await this.exec(
+      `INSERT INTO ${d.table(TOUCHED_TABLE)} SELECT DISTINCT t.school_id, k.table_name FROM ${d.table(TASKS_TABLE)} AS t ` +
+        `CROSS JOIN (${names}) AS k WHERE t.merged_at IS NULL`,
+    );
+  }
+
+  /**
+   * Reads the manifest documents not read to the end by an earlier load, nor by this one. On
+   * the first call, documents recorded as read that are gone (parts a run rewrote at its end)
+   * are forgotten. Returns how many were read.
+   */
+  private async readNewDocs(first: boolean): Promise<number> {
+    const listed = await listDocs(this.opts.sink);
+    await this.exec(`CREATE OR REPLACE TEMP TABLE _se_listed (manifest VARCHAR)`);
+    const a = await this.conn.createAppender('_se_listed');
+    for (const doc of listed) {
+      a.appendVarchar(doc.path);
+      a.endRow();
+    }
+    a.closeSync();
+    if (first) {
+      await this.exec(
+        `DELETE FROM ${d.table(MANIFESTS_TABLE)} AS m WHERE NOT EXISTS (SELECT 1 FROM _se_listed AS l WHERE l.manifest = m.manifest)`,
+      );
+    }
+    const unread = (
+      await this.rows(
+        `SELECT l.manifest FROM _se_listed AS l WHERE NOT EXISTS (SELECT 1 FROM ${d.table(MANIFESTS_TABLE)} AS m WHERE m.manifest = l.manifest)`,
+      )
+    )
+      .map((r) => docOf(String(r.manifest)))
+      .filter((doc): doc is ManifestDoc => doc !== undefined && !this.read.has(doc.path))
+      .sort(compareDocs);
+    if (unread.length) this.progress(`reading ${unread.length} manifest document(s)`);
+    await this.tables.read(this.opts.sink, unread, (doc) => this.read.add(doc.path));
+    return unread.length;
+  }
+
+  /** The pending tasks, files and purges of the whole load (nightly.ts), kept aside: each run takes its share. */
+  private async computePending(): Promise<void> {
+    await this.exec(pendingStatements(this.parts));
+    await this.exec([
+      `CREATE OR REPLACE TEMP TABLE ${ALL.pending} AS SELECT * FROM ${d.temp(T.pending)}`,
+      `CREATE OR REPLACE TEMP TABLE ${ALL.pendingFiles} AS SELECT * FROM ${d.temp(T.pendingFiles)}`,
+      `CREATE OR REPLACE TEMP TABLE ${ALL.pendingPurges} AS SELECT * FROM ${d.temp(T.pendingPurges)}`,
+    ]);
+  }
+
+  private async refuseUnpseudonymised(): Promise<void> {
+    const bad = (await this.rows(`SELECT DISTINCT run_id FROM ${ALL.pending} WHERE pseudonymised = 0 ORDER BY 1`)).map((r) =>
+      String(r.run_id),
+    );
+    if (bad.length === 0) return;
+    throw new ExportError(
+      'E_POLICY',
+      `--require-pseudonymised: run ${bad[0]}${bad.length > 1 ? ` (and ${bad.length - 1} more)` : ''} was not pseudonymised ` +
+        '(its manifest has no personal_data policy with person_id: pseudonymise); nothing was loaded',
+    );
+  }
+
+  /** Records the tasks of documents the old loader applied, with their purges, then drops its table. */
+  private async migrateLegacy(): Promise<void> {
+    const same = ['run_id', 'school_id', 'resource', 'seq'].map((k) => `a.${k} = t.${k}`).join(' AND ');
+    await this.transaction(() =>
+      this.exec([
+        `INSERT INTO ${d.table(TASKS_TABLE)} SELECT t.run_id, t.school_id, t.resource, t.seq, MIN(t.manifest), MIN(t.mode), ` +
+          `CASE WHEN MIN(t.mode) = 'full' AND MIN(t.piece_final) = 1 THEN MIN(t.snapshot) END, now(), now() ` +
+          `FROM ${d.temp(T.tasks)} AS t JOIN ${d.temp(T.docs)} AS dd ON dd.manifest = t.manifest ` +
+          `JOIN ${d.table(LEGACY_RUNS_TABLE)} AS l ON l.run_id = dd.legacy_key ` +
+          `WHERE t.status = 'committed' AND NOT EXISTS (SELECT 1 FROM ${d.table(TASKS_TABLE)} AS a WHERE ${same}) ` +
+          `GROUP BY t.run_id, t.school_id, t.resource, t.seq`,
+        `INSERT INTO ${d.table(TASKS_TABLE)} SELECT DISTINCT p.run_id, p.school_id, ${q(PURGE_RESOURCE)}, 0, NULL, NULL, NULL, now(), now() ` +
+          `FROM ${d.temp(T.purges)} AS p WHERE p.run_id IN (SELECT run_id FROM ${d.table(LEGACY_RUNS_TABLE)}) AND NOT EXISTS (` +
+          `SELECT 1 FROM ${d.table(TASKS_TABLE)} AS a WHERE a.run_id = p.run_id AND a.school_id = p.school_id AND a.resource = ${q(PURGE_RESOURCE)})`,
+        `DROP TABLE ${d.table(LEGACY_RUNS_TABLE)}`,
+      ]),
+    );
+  }
+
+  /**
+   * One run's share of the pending work, its schools in batches of about BATCH_ROWS rows (a
+   * school's tasks of a run are never split), each batch staged, checked and recorded in one
+   * transaction: a task's rows are staged exactly when its key is recorded, as when a load meets
+   * a run still going. Returns the tasks applied.
+   */
+  private async applyRun(runId: string): Promise<number> {
+    const r = q(runId);
+    const schools = await this.rows(
+      `SELECT s.school_id, COALESCE(SUM(f.row_count), 0)::BIGINT AS n FROM (SELECT school_id FROM ${ALL.pending} WHERE run_id = ${r} ` +
+        `UNION SELECT school_id FROM ${ALL.pendingPurges} WHERE run_id = ${r}) AS s LEFT JOIN ${ALL.pendingFiles} AS f ` +
+        `ON f.school_id = s.school_id AND f.run_id = ${r} AND f.keep = 1 GROUP BY s.school_id ORDER BY s.school_id`,
+    );
+    let applied = 0;
+    for (const batch of batchesOf(schools, this.opts.batchRows ?? BATCH_ROWS)) applied += await this.applyBatch(runId, batch);
+    return applied;
+  }
+
+  private async applyBatch(runId: string, batch: string[]): Promise<number> {
+    const r = q(runId);
+    await this.exec(`CREATE OR REPLACE TEMP TABLE _se_batch (school_id VARCHAR)`);
+    const a = await this.conn.createAppender('_se_batch');
+    for (const id of batch) {
+      a.appendVarchar(id);
+      a.endRow();
+    }
+    a.closeSync();
+    const mine = `run_id = ${r} AND school_id IN (SELECT school_id FROM _se_batch)`;
+    await this.exec([
+      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pending)} AS SELECT * FROM ${ALL.pending} WHERE ${mine}`,
+      // a compacted file holding rows of this batch is staged whole and counted whole; only this batch's rows are kept
+      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pendingFiles)} AS SELECT table_name, path, sha256, row_count, run_id, school_id, ` +
+        `CASE WHEN ${mine} THEN keep ELSE 0 END AS keep FROM ${ALL.pendingFiles} ` +
+        `WHERE path IN (SELECT path FROM ${ALL.pendingFiles} WHERE ${mine} AND keep = 1)`,
+      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pendingPurges)} AS SELECT * FROM ${ALL.pendingPurges} WHERE ${mine}`,
+    ]);
+    const staged = (t: { name: string }): string => d.temp(stageName(t.name));
+    const one = (t: TablePlan): NightlyParts => ({ ...this.parts, plan: { tables: [t] } });
+    // Staged and checked first, outside the transaction (temporary tables spill to disk beyond the
+    // memory limit; rows inserted inside a transaction stay in memory until it commits); then the
+    // run's rows and records go in at once. Tables without files in this run stage nothing (the
+    // deletions stage is read by the record, empty or not).
+    const withFiles = new Set(
+      (await this.rows(`SELECT DISTINCT table_name FROM ${d.temp(T.pendingFiles)}`)).map((x) => String(x.table_name)),
+    );
+    const stagedTables = this.plan.tables.filter((t) => withFiles.has(t.name) || t === this.plan.deletions);
+    try {
+      for (const t of stagedTables) {
+        await this.exec(`CREATE OR REPLACE TEMP TABLE ${staged(t)} AS SELECT * FROM ${d.table(rawName(t.name))} WHERE 1 = 0`);
+        if (!withFiles.has(t.name)) continue;
+        try {
+          await this.stageTable(runId, t);
+        } catch (e) {
+          if (e instanceof StageFailure) throw await this.explain(e);
+          // a file that changed after its run (checksum) or cannot be read: say whose it is
+          if (e instanceof ExportError && !(e instanceof MissingFileError))
+            throw await this.stuck(e.message.replace(/^[^ ]+ /, ''), e.message.split(' ')[0]!, t, e);
+          throw e;
+        }
+        await this.checked(() => this.exec(stagedCountStatements(one(t), staged)));
+      }
+      await this.transaction(async () => {
+        await this.exec(rebuildStatements(this.parts));
+        for (const t of stagedTables) await this.exec(appendStatements(one(t), staged));
+        await this.exec(recordStatements(this.parts, staged));
+      });
+    } finally {
+      for (const t of stagedTables) await this.exec(`DROP TABLE IF EXISTS ${staged(t)}`);
+    }
+    const [n] = await this.rows(`SELECT count(*)::BIGINT AS n FROM ${d.temp(T.pending)}`);
+    return Number(n?.n ?? 0);
+  }
+
+  /** The table's pending files of this run, staged by one statement per batch of files of one format. */
+  private async stageTable(runId: string, t: TablePlan): Promise<void> {
+    // with the sizes the manifests record (the longest line sizes the readers' limits)
+    const listed = (
+      await this.rows(
+        `SELECT p.path, p.sha256, max(f.bytes)::BIGINT AS bytes, max(f.max_line_bytes)::BIGINT AS max_line FROM ` +
+          `(SELECT DISTINCT path, sha256 FROM ${d.temp(T.pendingFiles)} WHERE table_name = ${q(t.name)}) AS p ` +
+          `LEFT JOIN ${d.temp(T.files)} AS f ON f.path = p.path GROUP BY p.path, p.sha256 ORDER BY p.path`,
+      )
+    ).map((r) => ({
+      path: String(r.path),
+      sha256: r.sha256 === null ? '' : String(r.sha256),
+      bytes: r.bytes === null ? null : Number(r.bytes),
+      maxLineBytes: r.max_line === null ? null : Number(r.max_line),
+    }));
+    const byKind = new Map<string, PendingFile[]>();
+    for (const f of listed) {
+      const kind = readerKind(f.path);
+      if (!kind) throw new ExportError('E_STATE', `${f.path}: unknown file type (expected .ndjson, .ndjson.gz, .csv or .parquet)`);
+      byKind.set(kind, [...(byKind.get(kind) ?? []), f]);
+    }
+    const size = this.opts.filesPerStatement ?? 200;
+    for (const group of byKind.values()) {
+      for (let i = 0; i < group.length; i += size) await this.stageBatch(runId, t, group.slice(i, i + size));
+    }
+  }
+
+  private async stageBatch(runId: string, t: TablePlan, batch: PendingFile[]): Promise<void> {
+    const limit = pLimit(8);
+    const local = await Promise.all(batch.map((f) => limit(() => this.files.get(f))));
+    try {
+      // the local copies, with the sizes the manifests record of the files
+      const files = local.map((l, i) => ({ ...batch[i]!, path: l.path }));
+      await this.opts.beforeStage?.({ runId, table: t.name, paths: batch.map((f) => f.path) });
+      const into = stageName(t.name);
+      try {
+        if (readerKind(batch[0]!.path)!.startsWith('ndjson')) await this.exec(stageNdjsonSql(t, into, files));
+        else {
+          const format = readerKind(batch[0]!.path)!.startsWith('csv') ? 'csv' : 'parquet';
+          const present = new Set((await this.rows(describeSql(format, files))).map((r) => String(r.column_name)));
+          await this.exec(stageByNameSql(t, into, format, files, present));
+        }
+      } catch (e) {
+        // A file removed after it was checked (a compaction meanwhile) reads as an I/O error.
+        const gone = batch.find((f) => this.opts.sink.localPath && !existsSync(this.opts.sink.localPath(f.path)));
+        if (gone) throw new MissingFileError(gone.path);
+        throw new StageFailure(t, batch, e);
+      }
+    } finally {
+      await Promise.all(local.map((l) => l.release()));
+    }
+  }
+
+  /** A check that fails raises DuckDB's error(): its message is the check's. */
+  private async checked(body: () => Promise<void>): Promise<void> {
+    try {
+      await body();
+    } catch (e) {
+      const m = /school-export: .*/.exec(e instanceof Error ? e.message : String(e));
+      throw m ? new ExportError('E_STATE', m[0].replace(/^school-export: /, '')) : e;
+    }
+  }
+
+  /** Which file of a batch DuckDB refused, read alone (after the run was rolled back). */
+  private async explain(f: StageFailure): Promise<ExportError> {
+    for (const file of f.batch) {
+      const local = await this.files.get(file).catch(() => undefined);
+      if (!local) continue;
+      try {
+        const kind = readerKind(file.path)!;
+        const one = [{ ...file, path: local.path }];
+        const sql = kind.startsWith('ndjson')
+          ? selectNdjsonSql(f.table, one)
+          : selectByNameSql(
+              f.table,
+              kind.startsWith('csv') ? 'csv' : 'parquet',
+              one,
+              new Set((await this.rows(describeSql(kind.startsWith('csv') ? 'csv' : 'parquet', one))).map((r) => String(r.column_name))),
+            );
+        await this.rows(`SELECT count(*) AS n FROM (${sql}) AS x`);
+      } catch (e) {
+        return await this.stuck(`DuckDB refused it: ${e instanceof Error ? e.message : String(e)}`, file.path, f.table, e);
+      } finally {
+        await local.release();
+      }
+    }
+    const cause = f.cause instanceof Error ? f.cause.message : String(f.cause);
+    return new ExportError('E_STATE', `loading ${f.batch.length} file(s) into ${f.table.name} failed: ${cause}`, { cause: f.cause });
+  }
+
+  /**
+   * A pending task that cannot be loaded: which run, school and table, why, and what to do. The
+   * load stops at that run (the runs before it are applied and merged); loads after it stop there
+   * too until the file loads.
+   */
+  private async stuck(why: string, path: string, t: TablePlan, cause: unknown): Promise<ExportError> {
+    const [task] = await this.rows(
+      `SELECT run_id, school_id, resource FROM ${d.temp(T.files)} WHERE path = ${q(path)} ORDER BY run_id DESC LIMIT 1`,
+    );
+    const run = String(task?.run_id ?? '?');
+    const school = String(task?.school_id ?? '?');
+    const resource = String(task?.resource ?? t.name);
+    return new ExportError(
+      'E_STATE',
+      `run ${run}, school ${school}, table ${t.name}: ${path} cannot be loaded (${oneLine(why).slice(0, 400)}); ` +
+        `the runs before ${run} are loaded, this run and later ones are not: restore the file as run ${run} wrote it ` +
+        `(its manifest records its sha256 and rows; task ${resource}) and load again`,
+      { cause },
+    );
+  }
+
+  /** Documents none of whose entries is still pending (nor a purge, nor a compacted file's source) are not read again. */
+  private async recordDocsDone(): Promise<void> {
+    await this.exec(pendingStatements(this.parts));
+    const same = (a: string, b: string): string =>
+      ['run_id', 'school_id', 'resource', 'seq'].map((k) => `${a}.${k} = ${b}.${k}`).join(' AND ');
+    await this.exec(
+      `INSERT INTO ${d.table(MANIFESTS_TABLE)} SELECT dd.manifest, now() FROM ${d.temp(T.docs)} AS dd WHERE ` +
+        `NOT EXISTS (SELECT 1 FROM ${d.temp(T.tasks)} AS t JOIN ${d.temp(T.pending)} AS p ON ${same('t', 'p')} WHERE t.manifest = dd.manifest) ` +
+        `AND NOT EXISTS (SELECT 1 FROM ${d.temp(T.tasks)} AS t JOIN ${d.temp(T.sources)} AS s ON ${same('s', 't')} ` +
+        `JOIN ${d.temp(T.pending)} AS p ON p.run_id = s.source_run AND p.school_id = s.school_id AND p.resource = s.resource AND p.seq = s.source_seq ` +
+        `WHERE t.manifest = dd.manifest) ` +
+        `AND NOT EXISTS (SELECT 1 FROM ${d.temp(T.pendingPurges)} AS pp JOIN ${d.temp(T.purges)} AS pu ON pu.run_id = pp.run_id AND pu.school_id = pp.school_id ` +
+        `WHERE pu.manifest = dd.manifest)`,
+    );
+  }
+
+  private async transaction(body: () => Promise<void>): Promise<void> {
+    await this.conn.run('BEGIN TRANSACTION');
+    try {
+      await body();
+      await this.conn.run('COMMIT');
+    } catch (e) {
+      await this.conn.run('ROLLBACK').catch(() => {});
+      throw e;
+    }
   }
 }
 
-async function inTransaction(conn: DuckDBConnection, body: () => Promise<void>): Promise<void> {
-  await conn.run('BEGIN TRANSACTION');
-  try {
-    await body();
-    await conn.run('COMMIT');
-  } catch (e) {
-    await conn.run('ROLLBACK').catch(() => {});
-    throw e;
-  }
+/** A pending file as staging reads it: where, its checksum, and the sizes its manifest records. */
+interface PendingFile extends FileSize {
+  sha256: string;
 }
 
-async function rows(conn: DuckDBConnection, sql: string): Promise<Record<string, unknown>[]> {
-  const reader = await conn.runAndReadAll(sql);
-  return reader.getRowObjectsJS() as Record<string, unknown>[];
+/** DuckDB refused a batch of files (a value that does not fit its column, a file it cannot read). */
+class StageFailure extends Error {
+  constructor(
+    readonly table: TablePlan,
+    readonly batch: PendingFile[],
+    override readonly cause: unknown,
+  ) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,19 +15,31 @@ import type { WarehouseSource } from './manifests.ts';
  * after staging.
  */
 export interface LocalFiles {
-  get(f: ManifestFile): Promise<{ path: string; release(): Promise<void> }>;
+  get(f: Pick<ManifestFile, 'path' | 'sha256'>): Promise<{ path: string; release(): Promise<void> }>;
   close(): Promise<void>;
+}
+
+/**
+ * A listed file that is not at the destination: a purge or a compaction removed it (a
+ * compaction first writes the file that replaces it, and a manifest saying so), or it was lost.
+ */
+export class MissingFileError extends ExportError {
+  readonly missing = true;
+  constructor(readonly path: string) {
+    super('E_STATE', `${path} is listed in a manifest but missing from the destination`);
+  }
 }
 
 export function localFiles(src: WarehouseSource, opts: { verify: boolean }): LocalFiles {
   let dir: string | undefined;
   let n = 0;
-  const missing = (f: ManifestFile) => new ExportError('E_STATE', `${f.path} is listed in a manifest but missing from the destination`);
+  const missing = (f: Pick<ManifestFile, 'path'>) => new MissingFileError(f.path);
   return {
     async get(f) {
       if (src.localPath) {
         const path = src.localPath(f.path);
         if (opts.verify) checkSha(f, await sha256OfFile(path, f.path));
+        else if (!existsSync(path)) throw missing(f);
         return { path, release: async () => {} };
       }
       dir ??= await mkdtemp(join(tmpdir(), 'school-export-load-'));
@@ -73,12 +85,13 @@ async function sha256OfFile(path: string, rel: string): Promise<string> {
   try {
     await pipeline(createReadStream(path), h);
   } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new MissingFileError(rel);
     throw new ExportError('E_STATE', `${rel} is listed in a manifest but cannot be read from the destination`, { cause: e });
   }
   return h.digest('hex');
 }
 
-function checkSha(f: ManifestFile, actual: string): void {
+function checkSha(f: Pick<ManifestFile, 'path' | 'sha256'>, actual: string): void {
   if (f.sha256 && f.sha256 !== actual) {
     throw new ExportError('E_STATE', `${f.path} does not match the checksum its manifest recorded: it changed after the run committed`);
   }

@@ -1,188 +1,200 @@
+import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Readable } from 'node:stream';
 import { ExportError } from '../errors.ts';
 import { isSafeId } from '../ids.ts';
-import type { Manifest, ManifestFile, ManifestTask } from '../manifest/types.ts';
-import { DELETIONS_TABLE, PURGE_RESOURCE } from './plan.ts';
+import { MANIFEST_DIR, RUN_ID, readDoc, type DocChunk, type ManifestDoc, type ManifestSource } from '../manifest/layout.ts';
+import type { ManifestTask } from '../manifest/types.ts';
+import { T } from './nightly.ts';
+import { duckdbSql } from './render-duckdb.ts';
 
 /** The part of a Sink the loaders use (a full Sink fits). */
-export interface WarehouseSource {
+export interface WarehouseSource extends ManifestSource {
   readonly url?: string;
-  read(relPath: string): Promise<Buffer | undefined>;
-  list(prefix: string): Promise<string[]>;
   localPath?(relPath: string): string;
   /** Streams a file (not in Sink yet): when present, remote files are copied without buffering them whole. */
   readStream?(relPath: string): Promise<Readable | undefined>;
 }
 
-export const MANIFEST_DIR = '_manifests/';
-const RUN_ID = /^[0-9A-Za-z][0-9A-Za-z_.-]{0,127}$/;
+export { MANIFEST_DIR };
+
 // Relative data paths as the pipeline writes them: no empty, '.' or '..' segments, no backslash.
 const SAFE_REL_PATH = /^(?!.*(^|\/)\.{1,2}(\/|$))[A-Za-z0-9_=.-]+(\/[A-Za-z0-9_=.-]+)*$/;
+/** Entries whose files a load reads (compacted: where sources' rows are now). */
+const LOADED: ReadonlySet<string> = new Set(['committed', 'unchanged', 'compacted']);
+
+/** '_manifests/<run>/part-00001.json' -> '<run>/part-00001': how loaders before task keys named an applied document. */
+export function legacyKey(doc: ManifestDoc): string {
+  return doc.kind === 'run' ? doc.runId : doc.path.slice(MANIFEST_DIR.length, -'.json'.length);
+}
+
+const d = duckdbSql();
 
 /**
- * One manifest document: a run's manifest (`_manifests/<run_id>.json`, written last) or a part
- * of it (`_manifests/<run_id>/part-<seq>.json`, one per commit batch). A run killed midway, or
- * still going, has only parts; a finished run's manifest lists again every task of its parts.
- * Loaders apply each committed task once, by its key, whichever documents list it.
+ * `warehouse load`'s side of the manifest tables the static script builds with SQL (nightly.ts
+ * manifestStatements): the documents it has not read to the end are read one at a time, their
+ * entries checked (ids and paths become SQL text and paths) and appended to the same temporary
+ * tables, so memory holds one part whatever the number of runs and tasks, and the pending
+ * tasks, files and purges are then worked out by the SQL every dialect shares.
  */
-export interface ManifestDoc {
-  path: string;
-  runId: string;
-}
+export class ManifestTables {
+  private readonly appenders = new Map<string, DuckDBAppender>();
 
-/** Manifest documents in run_id order (a run's parts before its manifest). */
-export async function listManifests(src: WarehouseSource): Promise<ManifestDoc[]> {
-  const out: ManifestDoc[] = [];
-  for (const p of await src.list(MANIFEST_DIR)) {
-    const rel = p.slice(MANIFEST_DIR.length);
-    const m = /^([^/]+)\.json$/.exec(rel) ?? /^([^/]+)\/part-\d+\.json$/.exec(rel);
-    if (m && RUN_ID.test(m[1]!)) out.push({ path: p, runId: m[1]! });
+  constructor(private readonly conn: DuckDBConnection) {}
+
+  async create(): Promise<void> {
+    const v = 'VARCHAR';
+    const id = `run_id ${v}, school_id ${v}, resource ${v}, seq BIGINT`;
+    const ddl: [string, string][] = [
+      [T.docs, `manifest ${v}, legacy_key ${v}`],
+      [
+        T.tasks,
+        `manifest ${v}, run_id ${v}, pseudonymised INTEGER, school_id ${v}, resource ${v}, status ${v}, mode ${v}, seq BIGINT, piece_final INTEGER, snapshot ${v}`,
+      ],
+      [T.files, `${id}, table_name ${v}, path ${v}, row_count BIGINT, sha256 ${v}, bytes BIGINT, max_line_bytes BIGINT`],
+      [T.purges, `run_id ${v}, school_id ${v}, manifest ${v}`],
+      [T.masked, `${id}, table_name ${v}, column_name ${v}`],
+      [T.guarded, `${id}, table_name ${v}, column_name ${v}`],
+      [T.sources, `${id}, source_path ${v}, source_run ${v}, source_seq BIGINT, row_count BIGINT`],
+    ];
+    for (const [name, cols] of ddl) await this.conn.run(`CREATE OR REPLACE TEMP TABLE ${d.temp(name)} (${cols})`);
   }
-  const rank = (d: ManifestDoc): string => `${d.runId}\u0000${d.path.endsWith(`/${d.runId}.json`) ? '1' : '0'}${d.path}`;
-  return out.sort((a, b) => (rank(a) < rank(b) ? -1 : rank(a) > rank(b) ? 1 : 0));
-}
 
-/** '_manifests/<run>/part-00001.json' -> '<run>/part-00001': how loaders before task keys named an applied part. */
-export function legacyKey(doc: ManifestDoc): string {
-  return doc.path === `${MANIFEST_DIR}${doc.runId}.json` ? doc.runId : doc.path.slice(MANIFEST_DIR.length, -'.json'.length);
-}
-
-export async function readManifest(src: WarehouseSource, path: string, runId: string): Promise<Manifest> {
-  const buf = await src.read(path);
-  if (!buf) throw new ExportError('E_STATE', `manifest ${path} disappeared while loading`);
-  return parseManifest(buf, path, runId);
-}
-
-/** A manifest's bytes, checked: valid JSON, version 1, naming the run its path names. */
-export function parseManifest(buf: Buffer, path: string, runId: string): Manifest {
-  let m: Manifest;
-  try {
-    m = JSON.parse(buf.toString('utf8')) as Manifest;
-  } catch (e) {
-    throw new ExportError('E_STATE', `manifest ${path} is not valid JSON: fix or remove it`, { cause: e });
+  private async appender(table: string): Promise<DuckDBAppender> {
+    let a = this.appenders.get(table);
+    if (!a) {
+      a = await this.conn.createAppender(table);
+      this.appenders.set(table, a);
+    }
+    return a;
   }
-  if (m === null || typeof m !== 'object' || m.version !== 1 || !Array.isArray(m.tasks)) {
-    throw new ExportError('E_STATE', `manifest ${path} is not a version 1 manifest`);
+
+  private async row(table: string, values: (string | number | null | undefined)[]): Promise<void> {
+    const a = await this.appender(table);
+    for (const v of values) {
+      if (v === null || v === undefined) a.appendNull();
+      else if (typeof v === 'number') a.appendBigInt(BigInt(Math.trunc(v)));
+      else a.appendVarchar(v);
+    }
+    a.endRow();
   }
-  if (m.run_id !== runId) throw new ExportError('E_STATE', `manifest ${path} names run ${String(m.run_id)}, not ${runId}`);
-  return m;
-}
 
-/** A committed task of a manifest, checked and keyed. */
-export interface LoadTask {
-  runId: string;
-  schoolId: string;
-  resource: string;
-  /** The checkpoint piece (0 for a task read in one piece). */
-  seq: number;
-  /** (run_id, school_id, resource, seq): a task is applied once whatever documents list it. */
-  key: string;
-  manifest: string;
-  mode: ManifestTask['mode'];
-  files: ManifestFile[];
-  /** Set on a full read's last (or only) piece: rows of its tables last seen before this run are gone. */
-  snapshot?: string;
-  /** Columns this task's token could not read (scope-masked nulls), as [table, column]. */
-  masked: [string, string][];
-  /** The manifest records person ids as pseudonymised. */
-  pseudonymised: boolean;
-}
+  /** Makes what was appended visible to SQL. */
+  flush(): void {
+    for (const a of this.appenders.values()) a.flushSync();
+  }
 
-export interface Purge {
-  runId: string;
-  schoolId: string;
-  key: string;
-}
+  close(): void {
+    for (const a of this.appenders.values()) a.closeSync();
+    this.appenders.clear();
+  }
 
-export const taskKey = (runId: string, schoolId: string, resource: string, seq: number): string =>
-  `${runId}|${schoolId}|${resource}|${seq}`;
+  async addDoc(doc: ManifestDoc): Promise<void> {
+    await this.row(T.docs, [doc.path, legacyKey(doc)]);
+  }
 
-/** The committed tasks and purges of a manifest document; unsafe ids and paths are refused. */
-export function manifestEntries(m: Manifest, manifestPath: string): { tasks: LoadTask[]; purges: Purge[] } {
-  if (!RUN_ID.test(String(m.run_id)))
-    throw new ExportError('E_STATE', `manifest run_id ${JSON.stringify(String(m.run_id)).slice(0, 60)} is not a run id`);
-  // School ids end up in SQL text and paths: only the id form the API uses is accepted.
-  const schoolOf = (id: unknown): string => {
-    if (!isSafeId(id))
-      throw new ExportError('E_STATE', `manifest ${m.run_id} names an unsafe school id ${JSON.stringify(String(id)).slice(0, 60)}`);
-    return id;
-  };
-  const pseudonymised = m.personal_data?.person_id === 'pseudonymise';
-  const tasks: LoadTask[] = [];
-  for (const task of m.tasks) {
-    if (task.status !== 'committed') continue;
-    const schoolId = schoolOf(task.school_id);
-    for (const f of task.files ?? []) {
-      if (!SAFE_REL_PATH.test(f.path) || !f.path.startsWith(`${f.table}/`)) {
-        throw new ExportError(
-          'E_STATE',
-          `manifest ${m.run_id} lists an unsafe or misplaced file path ${JSON.stringify(f.path).slice(0, 120)}`,
-        );
+  /** A document's entries (or a batch of them). Unsafe ids and paths of entries a load reads are refused. */
+  async add(chunk: DocChunk): Promise<void> {
+    const runId = chunk.doc.runId;
+    const pseudonymised = chunk.header.personal_data?.person_id === 'pseudonymise' ? 1 : 0;
+    for (const t of chunk.tasks) {
+      const status = String(t.status);
+      const loaded = LOADED.has(status);
+      const school = loaded ? safeSchool(runId, t.school_id) : String(t.school_id);
+      if (loaded) for (const f of t.files ?? []) checkPath(runId, f.path, f.table);
+      const seq = t.checkpoint?.seq ?? 0;
+      const final = t.checkpoint?.final ?? true;
+      const key = [runId, school, String(t.resource), seq] as const;
+      await this.row(T.tasks, [
+        chunk.doc.path,
+        runId,
+        pseudonymised,
+        school,
+        String(t.resource),
+        status,
+        String(t.mode),
+        seq,
+        final && status === 'committed' ? 1 : 0,
+        t.checkpoint?.snapshot ?? runId,
+      ]);
+      for (const f of t.files ?? [])
+        await this.row(T.files, [...key, f.table, f.path, f.rows, f.sha256, size(f.bytes), size(f.max_line_bytes)]);
+      for (const [table, cols] of columnsOf(t.scope_masked)) await this.row(T.masked, [...key, table, cols]);
+      for (const [table, cols] of columnsOf(t.scope_guarded)) await this.row(T.guarded, [...key, table, cols]);
+      if (status === 'compacted') {
+        for (const s of t.compaction?.sources ?? []) {
+          checkPath(runId, s.path, t.compaction!.table);
+          await this.row(T.sources, [...key, s.path, s.run_id, s.seq ?? 0, s.rows]);
+        }
       }
     }
-    const seq = task.checkpoint?.seq ?? 0;
-    const final = task.checkpoint?.final ?? true;
-    tasks.push({
-      runId: m.run_id,
-      schoolId,
-      resource: String(task.resource),
-      seq,
-      key: taskKey(m.run_id, schoolId, String(task.resource), seq),
-      manifest: manifestPath,
-      mode: task.mode,
-      files: task.files ?? [],
-      ...(task.mode === 'full' && final ? { snapshot: task.checkpoint?.snapshot ?? m.run_id } : {}),
-      masked: Object.entries(task.scope_masked ?? {}).flatMap(([table, cols]) =>
-        (Array.isArray(cols) ? cols : []).map((col): [string, string] => [table, String(col)]),
-      ),
-      pseudonymised,
-    });
+    for (const p of purgesOf(runId, chunk.purged)) await this.row(T.purges, [p.runId, p.schoolId, chunk.doc.path]);
   }
-  const purges = (m.purged ?? []).map((p) => {
-    const schoolId = schoolOf(p.school_id);
-    // A purge of what a weaker personal-data policy wrote (before_run) removes the rows of runs
-    // before that run, not before the purge's own: it is applied as a purge at before_run.
-    const runId = p.before_run === undefined ? m.run_id : checkedRunId(p.before_run);
-    return { runId, schoolId, key: taskKey(runId, schoolId, PURGE_RESOURCE, 0) };
-  });
-  return { tasks, purges };
+
+  /** Reads documents into the tables, a few ahead (parts are at most 1 MB; an old run manifest is read alone). */
+  async read(src: WarehouseSource, docs: ManifestDoc[], onDoc?: (doc: ManifestDoc) => void): Promise<void> {
+    const ahead = 8;
+    const prefetch = new Map<string, Promise<Buffer | undefined>>();
+    const fetchOne = (doc: ManifestDoc): Promise<Buffer | undefined> => {
+      let p = prefetch.get(doc.path);
+      if (!p) {
+        p = src.read(doc.path);
+        p.catch(() => undefined);
+        prefetch.set(doc.path, p);
+      }
+      return p;
+    };
+    for (let i = 0; i < docs.length; i++) {
+      const doc = docs[i]!;
+      for (let j = i + 1; j < Math.min(docs.length, i + ahead) && docs[j]!.kind === 'part'; j++) void fetchOne(docs[j]!);
+      const buffered = doc.kind === 'part' ? fetchOne(doc) : undefined;
+      const once: ManifestSource = { read: (p) => (p === doc.path && buffered ? buffered : src.read(p)), list: (p) => src.list(p) };
+      for await (const chunk of readDoc(once, doc)) await this.add(chunk);
+      prefetch.delete(doc.path);
+      await this.addDoc(doc);
+      onDoc?.(doc);
+    }
+    this.flush();
+  }
 }
 
-function checkedRunId(v: unknown): string {
+function columnsOf(m: ManifestTask['scope_masked']): [string, string][] {
+  if (!m || typeof m !== 'object') return [];
+  return Object.entries(m).flatMap(([table, cols]) => (Array.isArray(cols) ? cols : []).map((c): [string, string] => [table, String(c)]));
+}
+
+// School ids end up in SQL text and paths: only the id form the API uses is accepted.
+/**
+ * A document's purges, checked, each at the run it applies at: a purge of what a weaker
+ * personal-data policy wrote (before_run) removes the rows of runs before that run, not before
+ * the purge's own, so it is applied as a purge at before_run.
+ */
+export function purgesOf(runId: string, purged: DocChunk['purged']): { runId: string; schoolId: string }[] {
+  return purged.map((p) => ({
+    runId: p.before_run === undefined ? runId : checkedRunId(runId, p.before_run),
+    schoolId: safeSchool(runId, p.school_id),
+  }));
+}
+
+function checkedRunId(runId: string, v: unknown): string {
   if (typeof v !== 'string' || !RUN_ID.test(v))
-    throw new ExportError('E_STATE', `a manifest names an unsafe before_run ${JSON.stringify(String(v)).slice(0, 60)}`);
+    throw new ExportError('E_STATE', `manifest ${runId} names an unsafe before_run ${JSON.stringify(String(v)).slice(0, 60)}`);
   return v;
 }
 
-/**
- * The tables a task's full snapshot covers: its resource's table and the tables it wrote files
- * for (so an empty snapshot counts too), except `deletions`, a log of events rather than a state.
- */
-export function snapshotTables(t: LoadTask, known: readonly string[]): string[] {
-  if (t.snapshot === undefined) return [];
-  const tables = new Set([t.resource, ...t.files.map((f) => f.table)]);
-  return [...tables].filter((n) => n !== DELETIONS_TABLE && known.includes(n));
+/** A size a manifest states, or null when it states none (older manifests) or nonsense. */
+const size = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
+
+function safeSchool(runId: string, id: unknown): string {
+  if (!isSafeId(id))
+    throw new ExportError('E_STATE', `manifest ${runId} names an unsafe school id ${JSON.stringify(String(id)).slice(0, 60)}`);
+  return id;
 }
 
-/**
- * What a load applies: each committed task not applied yet (by key), except tasks of a school
- * from runs that started before a purge of it (their files are gone, and the school's data must
- * not come back), in run_id order.
- */
-export function pendingTasks(
-  tasks: readonly LoadTask[],
-  applied: ReadonlySet<string>,
-  purges: readonly { runId: string; schoolId: string }[],
-): LoadTask[] {
-  const lastPurge = new Map<string, string>();
-  for (const p of purges) if ((lastPurge.get(p.schoolId) ?? '') < p.runId) lastPurge.set(p.schoolId, p.runId);
-  const seen = new Set<string>();
-  const out: LoadTask[] = [];
-  for (const t of tasks) {
-    if (applied.has(t.key) || seen.has(t.key)) continue;
-    if ((lastPurge.get(t.schoolId) ?? '') > t.runId) continue;
-    seen.add(t.key);
-    out.push(t);
+function checkPath(runId: string, path: unknown, table: unknown): void {
+  if (typeof path !== 'string' || !SAFE_REL_PATH.test(path) || !path.startsWith(`${String(table)}/`)) {
+    throw new ExportError(
+      'E_STATE',
+      `manifest ${runId} lists an unsafe or misplaced file path ${JSON.stringify(String(path)).slice(0, 120)}`,
+    );
   }
-  return out.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
 }

@@ -1,11 +1,13 @@
 import type { SqlDialect } from './sql-dialect.ts';
-import { MASKED_TABLE, SNAPSHOTS_TABLE, TASKS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
+import { GUARDED_TABLE, MASKED_TABLE, SNAPSHOTS_TABLE, TASKS_TABLE, TOUCHED_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
 
 /**
  * DDL, MERGE and bookkeeping text shared by every dialect. The merge recomputes each key's
- * current version from the staged history (`_raw_<table>`), so applying tasks late or twice
- * converges to the same state; a source row flagged `_gone` removes the key from the
- * current-state table. Only schools with tasks applied since the last merge are merged.
+ * current version from the staged history (`_raw_<table>`): it is a function of the set of
+ * staged rows, snapshots, deletion records and guarded columns, so applying tasks late or twice,
+ * or staging again rows staged before, converges to the same state; a source row flagged
+ * `_gone` removes the key from the current-state table. Only the (school, table) pairs touched
+ * since the last merge are merged (a child table also where its parent was touched).
  */
 
 export function bookkeepingDdl(d: SqlDialect): string[] {
@@ -24,6 +26,8 @@ export function bookkeepingDdl(d: SqlDialect): string[] {
     `CREATE TABLE IF NOT EXISTS ${d.table(SNAPSHOTS_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ${c('table_name')} ${s} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS ${d.table(MASKED_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ` +
       `${c('table_name')} ${s} NOT NULL, ${c('column_name')} ${s} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${d.table(GUARDED_TABLE)} (${c('table_name')} ${s} NOT NULL, ${c('column_name')} ${s} NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS ${d.table(TOUCHED_TABLE)} (${c('school_id')} ${s} NOT NULL, ${c('table_name')} ${s} NOT NULL)`,
   ];
 }
 
@@ -51,9 +55,18 @@ export function ddlStatements(plan: Plan, d: SqlDialect): string[] {
   return [...bookkeepingDdl(d), ...plan.tables.flatMap((t) => tableDdl(t, d))];
 }
 
-/** Schools with tasks applied but not merged yet: the merge and the compaction touch only these. */
-export function touchedSchools(d: SqlDialect): string {
-  return `SELECT ${d.ident('school_id')} FROM ${d.table(TASKS_TABLE)} WHERE ${d.ident('merged_at')} IS NULL`;
+/**
+ * Schools whose rows of `t` the merge recomputes: touched in `t` since the last merge, or, for a
+ * child table, in its parent (a parent's new version without children drops the old ones).
+ */
+export function touchedSchools(t: TablePlan, d: SqlDialect, touched?: string): string {
+  const tables = [t.name, ...(t.parent ? [t.parent.table] : [])].map((n) => d.str(n)).join(', ');
+  return `SELECT ${d.ident('school_id')} FROM ${touched ?? d.table(TOUCHED_TABLE)} WHERE ${d.ident('table_name')} IN (${tables})`;
+}
+
+/** Where the touched (school, table) pairs are read from: TOUCHED_TABLE, or a batch of them (`warehouse load`). */
+export interface MergeScope {
+  touched?: string;
 }
 
 /** The version order of raw rows, latest first. */
@@ -62,54 +75,48 @@ function versionOrder(t: TablePlan, d: SqlDialect, alias: string): string {
 }
 
 /**
- * Joins each raw row of a table with maskable columns to `m.cols`: ',col,col,' the columns its
- * run's token could not read in this table (NULL when it read them all).
+ * `g.cols`: ',col,col,' the columns of `t` a task named guarded or masked (NULL when none did),
+ * as one row to join to every raw row.
  */
-function maskedJoin(t: TablePlan, d: SqlDialect, alias: string): string {
-  if (t.maskable.length === 0) return '';
+function guardedJoin(t: TablePlan, d: SqlDialect): string {
   const c = (n: string): string => d.ident(n);
-  return (
-    ` LEFT JOIN (SELECT mk.${c('run_id')}, mk.${c('school_id')}, ',' || ${d.stringAgg(`mk.${c('column_name')}`, ',')} || ',' AS cols ` +
-    `FROM ${d.table(MASKED_TABLE)} AS mk WHERE mk.${c('table_name')} = ${d.str(t.name)} GROUP BY mk.${c('run_id')}, mk.${c('school_id')}) AS m ` +
-    `ON m.${c('run_id')} = ${alias}.${c('_run_id')} AND m.${c('school_id')} = ${alias}.${c('_school_id')}`
-  );
+  const named = [GUARDED_TABLE, MASKED_TABLE]
+    .map((n) => `SELECT x.${c('column_name')} FROM ${d.table(n)} AS x WHERE x.${c('table_name')} = ${d.str(t.name)}`)
+    .join(' UNION ALL ');
+  return ` CROSS JOIN (SELECT ',' || ${d.stringAgg(`gc.${c('column_name')}`, ',')} || ',' AS cols FROM (${named}) AS gc) AS g`;
 }
 
-/** 1 when the row's run could not read `column` (or the property it was flattened from), else 0. */
-function maskedFlag(column: string, d: SqlDialect): string {
+/** Whether `column` is guarded by a property scope: declared (static), or named by a task (or the property it was flattened from). */
+function guardedFlag(t: TablePlan, column: string, d: SqlDialect): string {
+  if (t.guarded.includes(column)) return '1 = 1';
   const parts = column.split('__');
   const names = parts.map((_, i) => parts.slice(0, i + 1).join('__'));
-  return `CASE WHEN m.cols IS NOT NULL AND (${names.map((n) => d.contains('m.cols', d.str(`,${n},`))).join(' OR ')}) THEN 1 ELSE 0 END`;
+  return `(g.cols IS NOT NULL AND (${names.map((n) => d.contains('g.cols', d.str(`,${n},`))).join(' OR ')}))`;
 }
 
 const filled = (column: string): string => `_filled__${column}`;
 
 /**
- * The raw rows of the touched schools, each with `_filled__<column>` per maskable column: the
- * value of the latest row of the same version (school, key, updated_at) whose run could read the
- * column. A scope-masked null thus never replaces a value read with the scope for the same
- * version, while a newer version replaces it as usual; when no read of the version had the
- * scope, the latest read's value stands. Windows without a per-column order keep it to one sort:
- * rows are numbered once per version, then each column takes the value of the lowest number
- * among the rows that read it.
+ * The raw rows of the touched schools, each with `_filled__<column>` per maskable column: in a
+ * column guarded by a property scope, the latest non-null value of the same version (school,
+ * key, updated_at), so a null never replaces a value of the same version (a token without the
+ * scope reads it as null, whatever the exporter detected), while a newer version replaces it as
+ * usual; in other columns the row's own value. One window (one sort) serves every column.
  */
-function rawRows(t: TablePlan, d: SqlDialect): string {
+function rawRows(t: TablePlan, d: SqlDialect, scope: MergeScope): string {
   const c = (n: string): string => d.ident(n);
-  const touched = `WHERE r.${c('_school_id')} IN (${touchedSchools(d)})`;
+  const touched = `WHERE r.${c('_school_id')} IN (${touchedSchools(t, d, scope.touched)})`;
   if (t.maskable.length === 0) return `(SELECT r.* FROM ${d.table(rawName(t.name))} AS r ${touched})`;
-  const group = (alias: string): string => `${partitionBy(t, d, alias)}, ${alias}.${c('updated_at')}`;
-  const flag = (col: string): string => c(`_m__${col}`);
-  const best = (col: string): string => c(`_b__${col}`);
-  const numbered =
-    `SELECT r.*, ROW_NUMBER() OVER (PARTITION BY ${group('r')} ORDER BY r.${c('_extracted_at')} ${d.descNullsLast}, ` +
-    `r.${c('_run_id')} ${d.descNullsLast}) AS ${c('_o')}, ${t.maskable.map((col) => `${maskedFlag(col, d)} AS ${flag(col)}`).join(', ')} ` +
-    `FROM ${d.table(rawName(t.name))} AS r${maskedJoin(t, d, 'r')} ${touched}`;
-  const bests =
-    `SELECT n.*, ${t.maskable.map((col) => `COALESCE(MIN(CASE WHEN n.${flag(col)} = 0 THEN n.${c('_o')} END) OVER (PARTITION BY ${group('n')}), 1) AS ${best(col)}`).join(', ')} ` +
-    `FROM (${numbered}) AS n`;
+  const version =
+    `PARTITION BY ${partitionBy(t, d, 'r')}, r.${c('updated_at')} ORDER BY r.${c('_extracted_at')} ${d.descNullsLast}, ` +
+    `r.${c('_run_id')} ${d.descNullsLast} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING`;
   return (
-    `(SELECT b.*, ${t.maskable.map((col) => `MAX(CASE WHEN b.${c('_o')} = b.${best(col)} THEN b.${c(col)} END) OVER (PARTITION BY ${group('b')}) AS ${c(filled(col))}`).join(', ')} ` +
-    `FROM (${bests}) AS b)`
+    `(SELECT r.*, ${t.maskable
+      .map(
+        (col) =>
+          `CASE WHEN ${guardedFlag(t, col, d)} THEN ${d.firstNonNull(`r.${c(col)}`, version)} ELSE r.${c(col)} END AS ${c(filled(col))}`,
+      )
+      .join(', ')} ` + `FROM ${d.table(rawName(t.name))} AS r${guardedJoin(t, d)} ${touched})`
   );
 }
 
@@ -131,7 +138,7 @@ function latestDeletions(plan: Plan, t: TablePlan, d: SqlDialect): string {
 }
 
 /** The merge source of a top-level table: each key's latest version and whether it is gone. */
-function topLevelSource(plan: Plan, t: TablePlan, d: SqlDialect): string {
+function topLevelSource(plan: Plan, t: TablePlan, d: SqlDialect, scope: MergeScope): string {
   const c = (n: string): string => d.ident(n);
   const gone = [
     `(snap.${c('run_id')} IS NOT NULL AND v.${c('_last_run')} < snap.${c('run_id')})`,
@@ -150,7 +157,7 @@ function topLevelSource(plan: Plan, t: TablePlan, d: SqlDialect): string {
     `SELECT r.*, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'r')} ORDER BY ${versionOrder(t, d, 'r')}) AS ${c('_rn')}, ` +
     `MAX(r.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_run')}, ` +
     `MAX(r.${c('_extracted_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'r')}) AS ${c('_last_seen')} ` +
-    `FROM ${rawRows(t, d)} AS r) AS v ` +
+    `FROM ${rawRows(t, d, scope)} AS r) AS v ` +
     `LEFT JOIN (SELECT s.${c('school_id')}, MAX(s.${c('run_id')}) AS ${c('run_id')} FROM ${d.table(SNAPSHOTS_TABLE)} AS s ` +
     `WHERE s.${c('table_name')} = ${d.str(t.name)} GROUP BY s.${c('school_id')}) AS snap ON snap.${c('school_id')} = v.${c('_school_id')} ` +
     (t.appliesDeletions
@@ -164,7 +171,7 @@ function topLevelSource(plan: Plan, t: TablePlan, d: SqlDialect): string {
  * The merge source of a child table: per key, prefer a row staged with its parent's current
  * version (same school, parent id and _run_id); a key without one is gone.
  */
-function childSource(t: TablePlan, d: SqlDialect): string {
+function childSource(t: TablePlan, d: SqlDialect, scope: MergeScope): string {
   const parent = t.parent;
   if (!parent) throw new Error('childSource without a parent');
   const c = (n: string): string => d.ident(n);
@@ -174,7 +181,7 @@ function childSource(t: TablePlan, d: SqlDialect): string {
     `ORDER BY CASE WHEN p.${c('_run_id')} IS NULL THEN 1 ELSE 0 END, ${versionOrder(t, d, 'r')}) AS ${c('_rn')} ` +
     `FROM ${d.table(rawName(t.name))} AS r LEFT JOIN ${d.table(parent.table)} AS p ` +
     `ON p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')} ` +
-    `WHERE r.${c('_school_id')} IN (${touchedSchools(d)})` +
+    `WHERE r.${c('_school_id')} IN (${touchedSchools(t, d, scope.touched)})` +
     `) AS v WHERE v.${c('_rn')} = 1`
   );
 }
@@ -189,11 +196,11 @@ function selectList(t: TablePlan, d: SqlDialect, alias: string): string {
 }
 
 /** The source query alone: tests parse it where a SQL parser cannot parse MERGE. */
-export function mergeSource(plan: Plan, t: TablePlan, d: SqlDialect): string {
-  return t.parent ? childSource(t, d) : topLevelSource(plan, t, d);
+export function mergeSource(plan: Plan, t: TablePlan, d: SqlDialect, scope: MergeScope = {}): string {
+  return t.parent ? childSource(t, d, scope) : topLevelSource(plan, t, d, scope);
 }
 
-export function mergeStatement(plan: Plan, t: TablePlan, d: SqlDialect): string {
+export function mergeStatement(plan: Plan, t: TablePlan, d: SqlDialect, scope: MergeScope = {}): string {
   const c = (n: string): string => d.ident(n);
   const on = ['_school_id', ...t.key].map((k) => `tgt.${c(k)} IS NOT DISTINCT FROM src.${c(k)}`).join(' AND ');
   const cols = t.columns.map((col) => c(col.name));
@@ -201,7 +208,7 @@ export function mergeStatement(plan: Plan, t: TablePlan, d: SqlDialect): string 
   const updated = t.columns.filter((col) => !keyCols.has(col.name)).map((col) => c(col.name));
   return [
     `MERGE INTO ${d.table(t.name)} AS tgt`,
-    `USING (${mergeSource(plan, t, d)}) AS src`,
+    `USING (${mergeSource(plan, t, d, scope)}) AS src`,
     `ON ${on}`,
     `WHEN MATCHED AND src.${c('_gone')} THEN DELETE`,
     `WHEN MATCHED THEN UPDATE SET ${updated.map((n) => `${n} = src.${n}`).join(', ')}`,
@@ -223,54 +230,71 @@ export function mergeStatements(plan: Plan, d: SqlDialect): string[] {
  * by (key, _run_id, _extracted_at, updated_at), so the statements need no row ids.
  */
 export function compactStatements(plan: Plan, d: SqlDialect): string[] {
-  const out: string[] = [];
+  return [
+    ...plan.tables.filter((t) => !t.parent).flatMap((t) => compactTable(plan, t, d)),
+    ...plan.tables.filter((t) => t.parent).flatMap((t) => compactTable(plan, t, d)),
+    snapshotCleanup(d),
+  ];
+}
+
+/** The raw compaction of one table (a child table after its parent's). */
+export function compactTable(plan: Plan, t: TablePlan, d: SqlDialect, scope: MergeScope = {}): string[] {
   const c = (n: string): string => d.ident(n);
-  for (const t of plan.tables) {
-    if (t.parent || t === plan.deletions) continue;
-    const hasUpdatedAt = t.versionOrder[0] === 'updated_at';
-    const ident = [...t.key, '_run_id', '_extracted_at', ...(hasUpdatedAt ? ['updated_at'] : [])];
-    const raw = d.table(rawName(t.name));
-    const same = (k: string): string => `(k.${c(k)} = r.${c(k)} OR (k.${c(k)} IS NULL AND r.${c(k)} IS NULL))`;
-    // Rows of the latest version read with other columns masked supply those columns' values:
-    // the latest row per distinct set of masked columns is kept (a handful of tokens, not one
-    // row per night).
-    const maskedKeep =
-      t.maskable.length > 0
-        ? `, ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')}, x.${c('updated_at')}, COALESCE(m.cols, '') ` +
-          `ORDER BY x.${c('_extracted_at')} ${d.descNullsLast}, x.${c('_run_id')} ${d.descNullsLast}) AS ${c('_mask_rn')}, ` +
-          `MAX(x.${c('updated_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_latest')}`
-        : '';
-    const keep = [
-      `k.${c('_rn')} = 1`,
-      `k.${c('_run_id')} = k.${c('_last_run')}`,
-      ...(maskedKeep
-        ? [
-            `(k.${c('_mask_rn')} = 1 AND (k.${c('updated_at')} = k.${c('_latest')} OR (k.${c('updated_at')} IS NULL AND k.${c('_latest')} IS NULL)))`,
-          ]
-        : []),
-    ].join(' OR ');
-    out.push(
-      `DELETE FROM ${raw} r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
-        `SELECT 1 FROM (SELECT x.${c('_school_id')}, ${ident.map((k) => `x.${c(k)}`).join(', ')}, ` +
-        `ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')} ORDER BY ${versionOrder(t, d, 'x')}) AS ${c('_rn')}, ` +
-        `MAX(x.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_last_run')}${maskedKeep} ` +
-        `FROM ${raw} AS x${maskedJoin(t, d, 'x')} WHERE x.${c('_school_id')} IN (${touchedSchools(d)})) AS k ` +
-        `WHERE (${keep}) AND k.${c('_school_id')} = r.${c('_school_id')} AND ${ident.map(same).join(' AND ')})`,
-    );
-  }
-  for (const t of plan.tables) {
-    if (!t.parent) continue;
-    out.push(
-      `DELETE FROM ${d.table(rawName(t.name))} r WHERE r.${c('_school_id')} IN (${touchedSchools(d)}) AND NOT EXISTS (` +
+  const touchedIn = (): string => touchedSchools(t, d, scope.touched);
+  if (t === plan.deletions) return [];
+  if (t.parent) {
+    return [
+      `DELETE FROM ${d.table(rawName(t.name))} r WHERE r.${c('_school_id')} IN (${touchedIn()}) AND NOT EXISTS (` +
         `SELECT 1 FROM ${d.table(rawName(t.parent.table))} AS p ` +
         `WHERE p.${c('_school_id')} = r.${c('_school_id')} AND p.${c('id')} = r.${c(t.parent.column)} AND p.${c('_run_id')} = r.${c('_run_id')})`,
-    );
+    ];
   }
-  out.push(
+  const hasUpdatedAt = t.versionOrder[0] === 'updated_at';
+  const ident = [...t.key, '_run_id', '_extracted_at', ...(hasUpdatedAt ? ['updated_at'] : [])];
+  const raw = d.table(rawName(t.name));
+  const same = (k: string): string => `k.${c(k)} IS NOT DISTINCT FROM r.${c(k)}`;
+  // Rows of the latest version that supply a guarded column's value: per column, the latest
+  // row of that version where it is not null (usually the latest row itself; a handful
+  // otherwise, never one per night).
+  const supply = t.maskable.length > 0;
+  const group = `${partitionBy(t, d, 'x')}, x.${c('updated_at')}`;
+  const cols = ['_school_id', ...ident, ...(supply ? t.maskable.filter((col) => !ident.includes(col)) : [])];
+  const inner =
+    `SELECT ${cols.map((k) => `x.${c(k)}`).join(', ')}, ` +
+    `ROW_NUMBER() OVER (PARTITION BY ${partitionBy(t, d, 'x')} ORDER BY ${versionOrder(t, d, 'x')}) AS ${c('_rn')}, ` +
+    `MAX(x.${c('_run_id')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_last_run')}` +
+    (supply
+      ? `, ROW_NUMBER() OVER (PARTITION BY ${group} ORDER BY x.${c('_extracted_at')} ${d.descNullsLast}, x.${c('_run_id')} ${d.descNullsLast}) AS ${c('_o')}, ` +
+        `MAX(x.${c('updated_at')}) OVER (PARTITION BY ${partitionBy(t, d, 'x')}) AS ${c('_latest')}`
+      : '') +
+    ` FROM ${raw} AS x WHERE x.${c('_school_id')} IN (${touchedIn()})`;
+  const kept = supply
+    ? `SELECT y.*, ${t.maskable.map((col) => `MIN(CASE WHEN y.${c(col)} IS NOT NULL THEN y.${c('_o')} END) OVER (PARTITION BY ${partitionBy(t, d, 'y')}, y.${c('updated_at')}) AS ${c(`_b__${col}`)}`).join(', ')} FROM (${inner}) AS y`
+    : inner;
+  const keep = [
+    `k.${c('_rn')} = 1`,
+    `k.${c('_run_id')} = k.${c('_last_run')}`,
+    ...(supply
+      ? [
+          `((${t.maskable.map((col) => `k.${c('_o')} = k.${c(`_b__${col}`)}`).join(' OR ')}) AND ` +
+            `(k.${c('updated_at')} = k.${c('_latest')} OR (k.${c('updated_at')} IS NULL AND k.${c('_latest')} IS NULL)))`,
+        ]
+      : []),
+  ].join(' OR ');
+  return [
+    `DELETE FROM ${raw} r WHERE r.${c('_school_id')} IN (${touchedIn()}) AND NOT EXISTS (` +
+      `SELECT 1 FROM (${kept}) AS k ` +
+      `WHERE (${keep}) AND k.${c('_school_id')} = r.${c('_school_id')} AND ${ident.map(same).join(' AND ')})`,
+  ];
+}
+
+/** Only the latest snapshot per (school, table) decides removals. */
+export function snapshotCleanup(d: SqlDialect): string {
+  const c = (n: string): string => d.ident(n);
+  return (
     `DELETE FROM ${d.table(SNAPSHOTS_TABLE)} s WHERE s.${c('run_id')} < (SELECT MAX(x.${c('run_id')}) FROM ${d.table(SNAPSHOTS_TABLE)} AS x ` +
-      `WHERE x.${c('school_id')} = s.${c('school_id')} AND x.${c('table_name')} = s.${c('table_name')})`,
+    `WHERE x.${c('school_id')} = s.${c('school_id')} AND x.${c('table_name')} = s.${c('table_name')})`
   );
-  return out;
 }
 
 /**
@@ -288,11 +312,15 @@ export function purgeStatements(plan: Plan, d: SqlDialect, purges: string): stri
   );
 }
 
-export function markMergedSql(d: SqlDialect): string {
-  return `UPDATE ${d.table(TASKS_TABLE)} SET ${d.ident('merged_at')} = ${d.now} WHERE ${d.ident('merged_at')} IS NULL`;
+/** The touched tasks and (school, table) pairs are merged: the next merge starts from nothing. */
+export function markMergedStatements(d: SqlDialect): string[] {
+  return [
+    `UPDATE ${d.table(TASKS_TABLE)} SET ${d.ident('merged_at')} = ${d.now} WHERE ${d.ident('merged_at')} IS NULL`,
+    `DELETE FROM ${d.table(TOUCHED_TABLE)} WHERE 1 = 1`,
+  ];
 }
 
 /** Everything after staging: merge the touched schools, compact their history, mark them merged. */
 export function mergeAndCompact(plan: Plan, d: SqlDialect, opts: { keepHistory?: boolean } = {}): string[] {
-  return [...mergeStatements(plan, d), ...(opts.keepHistory ? [] : compactStatements(plan, d)), markMergedSql(d)];
+  return [...mergeStatements(plan, d), ...(opts.keepHistory ? [] : compactStatements(plan, d)), ...markMergedStatements(d)];
 }

@@ -1,5 +1,16 @@
 import { ddlStatements, mergeAndCompact, purgeStatements } from './merge-sql.ts';
-import { DELETIONS_TABLE, MASKED_TABLE, PURGE_RESOURCE, SNAPSHOTS_TABLE, TASKS_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
+import {
+  DELETIONS_TABLE,
+  GUARDED_TABLE,
+  MASKED_TABLE,
+  PURGE_RESOURCE,
+  SNAPSHOTS_TABLE,
+  TASKS_TABLE,
+  TOUCHED_TABLE,
+  rawName,
+  type Plan,
+  type TablePlan,
+} from './plan.ts';
 import type { SqlDialect } from './sql-dialect.ts';
 
 /**
@@ -10,7 +21,15 @@ import type { SqlDialect } from './sql-dialect.ts';
  *
  * Each dialect supplies where the manifest documents come from and how a list of files becomes
  * staged rows (BigQuery LOAD DATA, Snowflake COPY, DuckDB read_parquet, each by dynamic SQL over
- * the pending file list); everything between is this file's shared SQL.
+ * the pending file list); everything between is this file's shared SQL. `warehouse load` runs
+ * the same statements from pendingStatements on, over manifest tables it fills itself (it
+ * reads only the manifests it has not read to the end), one run at a time.
+ *
+ * The manifest tables (one load's temporary tables): `tasks` (every entry: run, school,
+ * resource, seq, status, mode, piece_final, snapshot, manifest, pseudonymised), `files` (each
+ * entry's files: table, path, rows, sha256), `purges`, `masked` and `guarded` (an entry's
+ * scope_masked and scope_guarded columns), `sources` (what each compacted file holds: the
+ * source file, its run and seq and rows), `known` (the plan's tables).
  */
 
 /** Temporary tables of one load. */
@@ -20,6 +39,9 @@ export const T = {
   files: '_se_files',
   purges: '_se_purges',
   masked: '_se_masked',
+  guarded: '_se_guarded',
+  sources: '_se_sources',
+  moved: '_se_moved',
   known: '_se_known',
   pending: '_se_pending',
   pendingFiles: '_se_pending_files',
@@ -37,9 +59,13 @@ export interface NightlyParts {
   requirePseudonymised: boolean;
 }
 
+/** The statuses of entries a load applies: files of a read, or nothing to do (an unchanged full read). */
+export const APPLIED_STATUSES = ['committed', 'unchanged'] as const;
+
 /**
  * The manifest tables of this load. `docs` is a query of (manifest, doc): one row per manifest
- * file (a run's manifest or a part of it), doc its JSON.
+ * file (a run manifest or a part), doc its JSON. A run manifest of this layout has no entries:
+ * only its parts add rows.
  */
 export function manifestStatements({ plan, d }: NightlyParts, docs: string): string[] {
   const j = d.json;
@@ -47,7 +73,18 @@ export function manifestStatements({ plan, d }: NightlyParts, docs: string): str
   const task = j.each('d.doc', ['tasks'], 't');
   const file = j.each('t.task', ['files'], 'f');
   const purge = j.each('d.doc', ['purged'], 'p');
+  const source = j.each('t.task', ['compaction', 'sources'], 'cs');
   const identity = ['run_id', 'school_id', 'resource', 'seq'].map((k) => `t.${c(k)}`).join(', ');
+  const perTable = (key: string, alias: string): string =>
+    plan.tables
+      .map((tb) => {
+        const col = j.each('t.task', [key, tb.name], alias);
+        return (
+          `SELECT ${identity}, ${d.str(tb.name)} AS ${c('table_name')}, ${j.str(col.value, [])} AS ${c('column_name')} ` +
+          `FROM ${d.temp(T.tasks)} AS t${col.from}`
+        );
+      })
+      .join(' UNION ALL ');
   return [
     d.createTemp(T.docs, docs),
     d.createTemp(
@@ -56,16 +93,17 @@ export function manifestStatements({ plan, d }: NightlyParts, docs: string): str
         `CASE WHEN ${j.str('d.doc', ['personal_data', 'person_id'])} = 'pseudonymise' THEN 1 ELSE 0 END AS ${c('pseudonymised')}, ` +
         `${j.str(task.value, ['school_id'])} AS ${c('school_id')}, ${j.str(task.value, ['resource'])} AS ${c('resource')}, ` +
         `${j.str(task.value, ['status'])} AS ${c('status')}, ${j.str(task.value, ['mode'])} AS ${c('mode')}, ` +
-        // A checkpoint piece: its own key; a full read's snapshot applies from its final piece only.
+        // A checkpoint piece: its own key; a full read's snapshot applies from its final piece
+        // only, and never from an unchanged read (it read nothing new: nothing is gone).
         `COALESCE(${j.int(task.value, ['checkpoint', 'seq'])}, 0) AS ${c('seq')}, ` +
-        `CASE WHEN ${j.str(task.value, ['checkpoint', 'final'])} = 'false' THEN 0 ELSE 1 END AS ${c('piece_final')}, ` +
+        `CASE WHEN ${j.str(task.value, ['checkpoint', 'final'])} = 'false' OR ${j.str(task.value, ['status'])} <> 'committed' THEN 0 ELSE 1 END AS ${c('piece_final')}, ` +
         `COALESCE(${j.str(task.value, ['checkpoint', 'snapshot'])}, ${j.str('d.doc', ['run_id'])}) AS ${c('snapshot')}, ` +
         `${task.value} AS ${c('task')} FROM ${d.temp(T.docs)} AS d${task.from}`,
     ),
     d.createTemp(
       T.files,
       `SELECT ${identity}, ${j.str(file.value, ['table'])} AS ${c('table_name')}, ${j.str(file.value, ['path'])} AS ${c('path')}, ` +
-        `${j.int(file.value, ['rows'])} AS ${c('row_count')} FROM ${d.temp(T.tasks)} AS t${file.from}`,
+        `${j.int(file.value, ['rows'])} AS ${c('row_count')}, ${j.str(file.value, ['sha256'])} AS ${c('sha256')} FROM ${d.temp(T.tasks)} AS t${file.from}`,
     ),
     // A purge with before_run (files a weaker personal-data policy wrote) counts from that run.
     d.createTemp(
@@ -73,34 +111,48 @@ export function manifestStatements({ plan, d }: NightlyParts, docs: string): str
       `SELECT COALESCE(${j.str(purge.value, ['before_run'])}, ${j.str('d.doc', ['run_id'])}) AS ${c('run_id')}, ${j.str(purge.value, ['school_id'])} AS ${c('school_id')} ` +
         `FROM ${d.temp(T.docs)} AS d${purge.from}`,
     ),
-    // scope_masked maps table -> columns: one unnest per known table keeps the text bounded.
+    // scope_masked and scope_guarded map table -> columns: one unnest per known table keeps the text bounded.
+    d.createTemp(T.masked, perTable('scope_masked', 'mc')),
+    d.createTemp(T.guarded, perTable('scope_guarded', 'gc')),
     d.createTemp(
-      T.masked,
-      plan.tables
-        .map((tb) => {
-          const col = j.each('t.task', ['scope_masked', tb.name], 'mc');
-          return (
-            `SELECT ${identity}, ${d.str(tb.name)} AS ${c('table_name')}, ${j.str(col.value, [])} AS ${c('column_name')} ` +
-            `FROM ${d.temp(T.tasks)} AS t${col.from}`
-          );
-        })
-        .join(' UNION ALL '),
+      T.sources,
+      `SELECT ${identity}, ${j.str(source.value, ['path'])} AS ${c('source_path')}, ${j.str(source.value, ['run_id'])} AS ${c('source_run')}, ` +
+        `COALESCE(${j.int(source.value, ['seq'])}, 0) AS ${c('source_seq')}, ${j.int(source.value, ['rows'])} AS ${c('row_count')} ` +
+        `FROM ${d.temp(T.tasks)} AS t${source.from} WHERE t.${c('status')} = 'compacted'`,
     ),
-    d.createTemp(T.known, plan.tables.map((tb) => `SELECT ${d.str(tb.name)} AS ${c('table_name')}`).join(' UNION ALL ')),
   ];
 }
 
-/** What this load applies: committed tasks not applied yet, and not from before a purge of their school. */
-export function pendingStatements({ d }: NightlyParts): string[] {
+/**
+ * What this load applies: committed (and unchanged) tasks not applied yet, and not from before
+ * a purge of their school; the files to stage for them (a file a compaction replaced is read
+ * from the compacted file: all of it is staged and counted, and only the rows of the pending
+ * (run, school) pairs are kept, `keep`); the purges not applied yet.
+ */
+export function pendingStatements({ plan, d }: NightlyParts): string[] {
   const c = (n: string): string => d.ident(n);
   const sameTask = (a: string, b: string): string =>
     ['run_id', 'school_id', 'resource', 'seq'].map((k) => `${a}.${c(k)} = ${b}.${c(k)}`).join(' AND ');
+  const statuses = APPLIED_STATUSES.map((x) => d.str(x)).join(', ');
+  // sources of compacted files that belong to pending tasks
+  const pendingSources =
+    `SELECT DISTINCT m2.${c('source_path')}, m2.${c('path')} FROM ${d.temp(T.moved)} AS m2 JOIN ${d.temp(T.files)} AS f ON f.${c('path')} = m2.${c('source_path')} ` +
+    `JOIN ${d.temp(T.pending)} AS t ON ${sameTask('f', 't')}`;
   return [
+    d.createTemp(T.known, plan.tables.map((tb) => `SELECT ${d.str(tb.name)} AS ${c('table_name')}`).join(' UNION ALL ')),
+    // Where each source file's rows are now: the latest compaction that lists it.
+    d.createTemp(
+      T.moved,
+      `SELECT x.${c('source_path')}, x.${c('source_run')} AS ${c('run_id')}, x.${c('school_id')}, x.${c('row_count')}, ` +
+        `f.${c('table_name')}, f.${c('path')}, f.${c('sha256')} FROM (SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.${c('source_path')} ` +
+        `ORDER BY s.${c('run_id')} DESC, s.${c('seq')} DESC) AS ${c('_rn')} FROM ${d.temp(T.sources)} AS s) AS x ` +
+        `JOIN ${d.temp(T.files)} AS f ON ${sameTask('f', 'x')} WHERE x.${c('_rn')} = 1`,
+    ),
     d.createTemp(
       T.pending,
       `SELECT t.${c('run_id')}, t.${c('school_id')}, t.${c('resource')}, t.${c('seq')}, MIN(t.${c('manifest')}) AS ${c('manifest')}, ` +
         `MIN(t.${c('mode')}) AS ${c('mode')}, MIN(t.${c('piece_final')}) AS ${c('piece_final')}, MIN(t.${c('snapshot')}) AS ${c('snapshot')}, ` +
-        `MIN(t.${c('pseudonymised')}) AS ${c('pseudonymised')} FROM ${d.temp(T.tasks)} AS t WHERE t.${c('status')} = 'committed' ` +
+        `MIN(t.${c('pseudonymised')}) AS ${c('pseudonymised')} FROM ${d.temp(T.tasks)} AS t WHERE t.${c('status')} IN (${statuses}) ` +
         `AND NOT EXISTS (SELECT 1 FROM ${d.table(TASKS_TABLE)} AS a WHERE ${sameTask('a', 't')}) ` +
         `AND NOT EXISTS (SELECT 1 FROM ${d.temp(T.purges)} AS p WHERE p.${c('school_id')} = t.${c('school_id')} AND t.${c('run_id')} < p.${c('run_id')}) ` +
         `GROUP BY t.${c('run_id')}, t.${c('school_id')}, t.${c('resource')}, t.${c('seq')}`,
@@ -108,9 +160,16 @@ export function pendingStatements({ d }: NightlyParts): string[] {
     // Files of tables not being loaded are left out, as `warehouse load` skips them.
     d.createTemp(
       T.pendingFiles,
-      `SELECT DISTINCT f.${c('table_name')}, f.${c('path')}, f.${c('row_count')}, f.${c('run_id')}, f.${c('school_id')} ` +
+      `SELECT DISTINCT f.${c('table_name')}, f.${c('path')}, f.${c('sha256')}, f.${c('row_count')}, f.${c('run_id')}, f.${c('school_id')}, 1 AS ${c('keep')} ` +
         `FROM ${d.temp(T.files)} AS f JOIN ${d.temp(T.pending)} AS t ON ${sameTask('f', 't')} ` +
-        `JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = f.${c('table_name')}`,
+        `JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = f.${c('table_name')} ` +
+        `WHERE NOT EXISTS (SELECT 1 FROM ${d.temp(T.moved)} AS mv WHERE mv.${c('source_path')} = f.${c('path')}) ` +
+        `UNION ALL SELECT mv.${c('table_name')}, mv.${c('path')}, mv.${c('sha256')}, SUM(mv.${c('row_count')}), mv.${c('run_id')}, mv.${c('school_id')}, ` +
+        `MAX(CASE WHEN ps.${c('source_path')} IS NULL THEN 0 ELSE 1 END) FROM ${d.temp(T.moved)} AS mv ` +
+        `JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = mv.${c('table_name')} ` +
+        `LEFT JOIN (${pendingSources}) AS ps ON ps.${c('source_path')} = mv.${c('source_path')} ` +
+        `WHERE mv.${c('path')} IN (SELECT ps2.${c('path')} FROM (${pendingSources}) AS ps2) ` +
+        `GROUP BY mv.${c('table_name')}, mv.${c('path')}, mv.${c('sha256')}, mv.${c('run_id')}, mv.${c('school_id')}`,
     ),
     d.createTemp(
       T.pendingPurges,
@@ -157,12 +216,13 @@ export function stageTableStatements({ plan, d }: NightlyParts): string[] {
 
 /**
  * After staging: every (table, run, school) holds exactly the rows the manifests list for the
- * pending files. A file changed after its run committed (other rows, or another school's or
- * run's rows) fails the load before anything is applied.
+ * files staged (a compacted file: the rows of every source it holds). A file changed after its
+ * run committed (other rows, or another school's or run's rows) fails the load before anything
+ * is applied. Then the rows of a compacted file that belong to no pending task are dropped.
  */
 export function stagedCountStatements({ plan, d }: NightlyParts, stage: (t: TablePlan) => string): string[] {
   const c = (n: string): string => d.ident(n);
-  return plan.tables.map((t) =>
+  return plan.tables.flatMap((t) => [
     d.failIf(
       `SELECT COALESCE(e.${c('run_id')}, s.${c('_run_id')}) AS ${c('run_id')}, COALESCE(e.${c('school_id')}, s.${c('_school_id')}) AS ${c('school_id')}, ` +
         `COALESCE(e.${c('n')}, 0) AS ${c('expected')}, COALESCE(s.${c('n')}, 0) AS ${c('staged')} FROM ` +
@@ -174,13 +234,49 @@ export function stagedCountStatements({ plan, d }: NightlyParts, stage: (t: Tabl
       `'school-export: ${t.name} files of run ' || ${c('run_id')} || ', school ' || ${c('school_id')} || ' hold ' || CAST(${c('staged')} AS ${d.rawType('string')}) || ' rows, the manifests list ' || CAST(${c('expected')} AS ${d.rawType('string')}) || ': a file changed after its run committed; nothing was loaded'`,
       `school-export: staged ${t.name} rows do not match the row counts the manifests list (a file changed after its run committed); nothing was loaded`,
     ),
-  );
+    `DELETE FROM ${stage(t)} s WHERE NOT EXISTS (SELECT 1 FROM ${d.temp(T.pendingFiles)} AS pf WHERE pf.${c('table_name')} = ${d.str(t.name)} ` +
+      `AND pf.${c('keep')} = 1 AND pf.${c('run_id')} = s.${c('_run_id')} AND pf.${c('school_id')} = s.${c('_school_id')})`,
+  ]);
 }
 
-/** The DML of one load, meant to run in one transaction after staging. */
-export function applyStatements({ plan, d }: NightlyParts, stage: (t: TablePlan) => string): string[] {
-  const c = (n: string): string => d.ident(n);
+/** The DML of one load, meant to run in one transaction after staging: the staged rows and what the tasks say, then the merge. */
+export function applyStatements(parts: NightlyParts, stage: (t: TablePlan) => string): string[] {
+  return [
+    ...rebuildStatements(parts),
+    ...appendStatements(parts, stage),
+    ...recordStatements(parts, stage),
+    ...mergeAndCompact(parts.plan, parts.d),
+  ];
+}
+
+/**
+ * The first load by task keys rebuilds everything from the manifests: a warehouse loaded by the
+ * old run-ordered script may lack runs it never loaded, or hold rows of files no manifest
+ * lists. Staged rows of this load are in the stage tables, not yet in raw.
+ */
+export function rebuildStatements({ plan, d }: NightlyParts): string[] {
   const firstLoad = `NOT EXISTS (SELECT 1 FROM ${d.table(TASKS_TABLE)})`;
+  return [
+    ...plan.tables.flatMap((t) => [rawName(t.name), t.name].map((n) => `DELETE FROM ${d.table(n)} WHERE ${firstLoad}`)),
+    ...[SNAPSHOTS_TABLE, MASKED_TABLE].map((n) => `DELETE FROM ${d.table(n)} WHERE ${firstLoad}`),
+  ];
+}
+
+/** The staged rows join the staged history. */
+export function appendStatements({ plan, d }: NightlyParts, stage: (t: TablePlan) => string): string[] {
+  return plan.tables.map((t) => {
+    const cols = t.columns.map((col) => d.ident(col.name)).join(', ');
+    return `INSERT INTO ${d.table(rawName(t.name))} (${cols}) SELECT ${cols} FROM ${stage(t)}`;
+  });
+}
+
+/**
+ * What the pending tasks say besides their rows (purges, snapshots, masked and guarded columns,
+ * the (school, table) pairs the next merge recomputes, task keys): `warehouse load` runs it per
+ * run, and merges once after its runs.
+ */
+export function recordStatements({ plan, d }: NightlyParts, stage: (t: TablePlan) => string): string[] {
+  const c = (n: string): string => d.ident(n);
   const sameTask = (a: string, b: string): string =>
     ['run_id', 'school_id', 'resource', 'seq'].map((k) => `${a}.${c(k)} = ${b}.${c(k)}`).join(' AND ');
   const snapshotTables =
@@ -190,15 +286,6 @@ export function applyStatements({ plan, d }: NightlyParts, stage: (t: TablePlan)
     `JOIN ${d.temp(T.files)} AS f ON ${sameTask('f', 'p')} JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = f.${c('table_name')} ` +
     `WHERE p.${c('mode')} = 'full' AND p.${c('piece_final')} = 1`;
   return [
-    // The first load by task keys rebuilds everything from the manifests: a warehouse loaded by
-    // the old run-ordered script may lack runs it never loaded, or hold rows of files no
-    // manifest lists. Staged rows of this load are in the stage tables, not yet in raw.
-    ...plan.tables.flatMap((t) => [rawName(t.name), t.name].map((n) => `DELETE FROM ${d.table(n)} WHERE ${firstLoad}`)),
-    ...[SNAPSHOTS_TABLE, MASKED_TABLE].map((n) => `DELETE FROM ${d.table(n)} WHERE ${firstLoad}`),
-    ...plan.tables.map((t) => {
-      const cols = t.columns.map((col) => c(col.name)).join(', ');
-      return `INSERT INTO ${d.table(rawName(t.name))} (${cols}) SELECT ${cols} FROM ${stage(t)}`;
-    }),
     ...purgeStatements(plan, d, `SELECT ${c('run_id')}, ${c('school_id')} FROM ${d.temp(T.pendingPurges)}`),
     `INSERT INTO ${d.table(SNAPSHOTS_TABLE)} (${c('run_id')}, ${c('school_id')}, ${c('table_name')}) ` +
       `SELECT DISTINCT x.${c('run_id')}, x.${c('school_id')}, x.${c('table_name')} FROM (${snapshotTables}) AS x ` +
@@ -206,11 +293,23 @@ export function applyStatements({ plan, d }: NightlyParts, stage: (t: TablePlan)
     `INSERT INTO ${d.table(MASKED_TABLE)} (${c('run_id')}, ${c('school_id')}, ${c('table_name')}, ${c('column_name')}) ` +
       `SELECT DISTINCT m.${c('run_id')}, m.${c('school_id')}, m.${c('table_name')}, m.${c('column_name')} FROM ${d.temp(T.masked)} AS m ` +
       `JOIN ${d.temp(T.pending)} AS p ON ${sameTask('m', 'p')}`,
+    // Columns named guarded by any task are guarded from now on (GUARDED_TABLE is knowledge of
+    // the service, not of a run).
+    `INSERT INTO ${d.table(GUARDED_TABLE)} (${c('table_name')}, ${c('column_name')}) SELECT DISTINCT g.${c('table_name')}, g.${c('column_name')} ` +
+      `FROM ${d.temp(T.guarded)} AS g WHERE NOT EXISTS (SELECT 1 FROM ${d.table(GUARDED_TABLE)} AS x ` +
+      `WHERE x.${c('table_name')} = g.${c('table_name')} AND x.${c('column_name')} = g.${c('column_name')})`,
+    `INSERT INTO ${d.table(TOUCHED_TABLE)} (${c('school_id')}, ${c('table_name')}) SELECT DISTINCT x.${c('school_id')}, x.${c('table_name')} FROM (` +
+      `SELECT pf.${c('school_id')}, pf.${c('table_name')} FROM ${d.temp(T.pendingFiles)} AS pf WHERE pf.${c('keep')} = 1 ` +
+      `UNION ALL SELECT sn.${c('school_id')}, sn.${c('table_name')} FROM (${snapshotTables}) AS sn` +
+      (plan.deletions
+        ? ` UNION ALL SELECT dl.${c('_school_id')}, dl.${c('table')} FROM ${stage(plan.deletions)} AS dl ` +
+          `JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = dl.${c('table')}`
+        : '') +
+      `) AS x WHERE NOT EXISTS (SELECT 1 FROM ${d.table(TOUCHED_TABLE)} AS tt WHERE tt.${c('school_id')} = x.${c('school_id')} AND tt.${c('table_name')} = x.${c('table_name')})`,
     `INSERT INTO ${d.table(TASKS_TABLE)} (${['run_id', 'school_id', 'resource', 'seq', 'manifest', 'mode', 'snapshot', 'applied_at', 'merged_at'].map(c).join(', ')}) ` +
       `SELECT ${c('run_id')}, ${c('school_id')}, ${c('resource')}, ${c('seq')}, ${c('manifest')}, ${c('mode')}, ` +
       `CASE WHEN ${c('mode')} = 'full' AND ${c('piece_final')} = 1 THEN ${c('snapshot')} END, ${d.now}, NULL FROM ${d.temp(T.pending)} ` +
       `UNION ALL SELECT ${c('run_id')}, ${c('school_id')}, ${d.str(PURGE_RESOURCE)}, 0, NULL, NULL, NULL, ${d.now}, NULL FROM ${d.temp(T.pendingPurges)}`,
-    ...mergeAndCompact(plan, d),
   ];
 }
 

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.ts';
+import { PROPERTY_SCOPES } from '../resources/scopes.ts';
 import { EXTRA_COLUMN, type ColumnDef, type TableSchema } from '../table.ts';
 
 /**
@@ -20,12 +21,18 @@ export interface TablePlan {
   /** Rows are removed by deletion records of this table (top-level tables keyed by id). */
   appliesDeletions: boolean;
   /**
-   * Columns a token without a property's scope reads as null (declared nullable data columns),
-   * when the table has updated_at to tell a row's versions apart: for these, a null from a task
-   * that recorded the column as scope-masked never replaces a value read with the scope for the
-   * same version. Empty for child tables (they follow their parent's row).
+   * Columns a token without a property's scope could read as null (declared nullable data
+   * columns), when the table has updated_at to tell a row's versions apart: in those of them
+   * that are guarded by a property scope, a null never replaces a non-null value of the same
+   * version (school, key, updated_at). Empty for child tables (they follow their parent's row).
    */
   maskable: string[];
+  /**
+   * Maskable columns known to be guarded whatever a manifest says: those PROPERTY_SCOPES
+   * declares (and columns flattened from them). At load time, columns named by any task's
+   * `scope_guarded` or `scope_masked` are guarded too (GUARDED_TABLE, MASKED_TABLE).
+   */
+  guarded: string[];
 }
 
 export interface Plan {
@@ -39,6 +46,10 @@ export const TASKS_TABLE = '_school_export_tasks';
 export const SNAPSHOTS_TABLE = '_school_export_snapshots';
 /** (run, school, table, column) of columns a run's token could not read (scope-masked nulls). */
 export const MASKED_TABLE = '_school_export_masked';
+/** (table, column) named by a task's `scope_guarded`: guarded like PROPERTY_SCOPES' columns. */
+export const GUARDED_TABLE = '_school_export_guarded';
+/** (school, table) with rows, snapshots or deletions applied since the last merge: what the merge recomputes. */
+export const TOUCHED_TABLE = '_school_export_touched';
 /** Manifest documents `warehouse load` has read to the end (it skips them next time). */
 export const MANIFESTS_TABLE = '_school_export_manifests';
 /** What loaders before task keys recorded (run ids or part keys); `warehouse load` migrates it. */
@@ -79,12 +90,18 @@ export function buildPlan(schemas: TableSchema[]): Plan {
       ...(parent ? { parent } : {}),
       appliesDeletions: hasDeletions && s.name !== DELETIONS_TABLE && !parent && s.key.length === 1 && s.key[0] === 'id',
       maskable: maskable.map((c) => c.name),
+      guarded: maskable.map((c) => c.name).filter((c) => isDeclaredGuarded(s.name, c)),
     };
   });
   // Children are merged after their parents' current state is known.
   plans.sort((a, b) => Number(a.parent !== undefined) - Number(b.parent !== undefined));
   const deletions = hasDeletions ? plans.find((p) => p.name === DELETIONS_TABLE) : undefined;
   return { tables: plans, ...(deletions ? { deletions } : {}) };
+}
+
+/** Whether PROPERTY_SCOPES guards the column (a property, or a column flattened from one: `<property>__...`). */
+function isDeclaredGuarded(table: string, column: string): boolean {
+  return (PROPERTY_SCOPES[table] ?? []).some((p) => column === p || column.startsWith(`${p}__`));
 }
 
 /**

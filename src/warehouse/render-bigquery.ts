@@ -66,6 +66,7 @@ export function bigquerySql(dataset: string): SqlDialect {
     },
     fullMatch: (e, pattern) => `REGEXP_CONTAINS(${e}, ${str(`^(?:${pattern})$`)})`,
     stringAgg: (e, sep) => `STRING_AGG(${e}, ${str(sep)})`,
+    firstNonNull: (e, over) => `FIRST_VALUE(${e} IGNORE NULLS) OVER (${over})`,
     contains: (h, n) => `STRPOS(${h}, ${n}) > 0`,
     createTemp: (name, select) => `CREATE OR REPLACE TEMP TABLE ${ident(name)} AS ${select}`,
     failIf: (query, message) =>
@@ -105,8 +106,8 @@ function script(plan: Plan, opts: ScriptOptions): string[] {
   const load = plan.tables.map(
     (t) =>
       `FOR f IN (SELECT ${d.stringAgg(`CONCAT("'", ${d.str(`${base}/`)}, ${c('path')}, "'")`, ', ')} AS uris FROM ` +
-      `(SELECT ${c('path')}, DIV(ROW_NUMBER() OVER (ORDER BY ${c('path')}) - 1, ${URIS_PER_LOAD}) AS chunk FROM ${d.temp(T.pendingFiles)} ` +
-      `WHERE ${c('table_name')} = ${d.str(t.name)}) GROUP BY chunk) DO\n` +
+      `(SELECT ${c('path')}, DIV(ROW_NUMBER() OVER (ORDER BY ${c('path')}) - 1, ${URIS_PER_LOAD}) AS chunk FROM ` +
+      `(SELECT DISTINCT ${c('path')} FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)})) GROUP BY chunk) DO\n` +
       `  EXECUTE IMMEDIATE CONCAT(${d.str(`LOAD DATA INTO ${stageTable(t)} FROM FILES (format = 'PARQUET', uris = [`)}, f.uris, '])');\n` +
       'END FOR',
   );

@@ -49,6 +49,7 @@ export function duckdbSql(): SqlDialect {
     },
     fullMatch: (e, pattern) => `regexp_full_match(${e}, ${str(pattern)})`,
     stringAgg: (e, sep) => `string_agg(${e}, ${str(sep)})`,
+    firstNonNull: (e, over) => `FIRST_VALUE(${e} IGNORE NULLS) OVER (${over})`,
     contains: (h, n) => `contains(${h}, ${n})`,
     createTemp: (name, select) => `CREATE OR REPLACE TEMP TABLE "${name}" AS ${select}`,
     // error() runs only for rows the query returns: an empty result passes.
@@ -86,7 +87,7 @@ function script(plan: Plan, opts: ScriptOptions): string[] {
     return [
       `SET VARIABLE se_stage = (SELECT CASE WHEN COUNT(*) = 0 THEN ${d.str(`SELECT * FROM "${stageName(t.name)}" LIMIT 0`)} ` +
         `ELSE 'SELECT ${declared} FROM read_parquet([' || ${d.stringAgg(`'''' || ${uri} || ''''`, ', ')} || '], hive_partitioning = false, union_by_name = true)' END ` +
-        `FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)})`,
+        `FROM (SELECT DISTINCT ${c('path')} FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)}) AS pf)`,
       `INSERT INTO ${d.temp(stageName(t.name))} BY NAME SELECT * FROM query(getvariable('se_stage'))`,
     ];
   });

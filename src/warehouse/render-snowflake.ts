@@ -84,6 +84,8 @@ export function snowflakeSql(schema?: string): SnowflakeSql {
     },
     fullMatch: (e, pattern) => `REGEXP_LIKE(${e}, ${sqlString(pattern)})`,
     stringAgg: (e, sep) => `LISTAGG(${e}, ${sqlString(sep)})`,
+    // Snowflake puts IGNORE NULLS after the call
+    firstNonNull: (e, over) => `FIRST_VALUE(${e}) IGNORE NULLS OVER (${over})`,
     contains: (h, n) => `CONTAINS(${h}, ${n})`,
     createTemp: (name, select) => `CREATE OR REPLACE TEMPORARY TABLE ${table(name)} AS ${select}`,
     // Snowflake Scripting raises declared exceptions, whose messages are fixed text.
@@ -128,7 +130,7 @@ function script(plan: Plan, opts: ScriptOptions): string[] {
     return [
       `LET ${cursor} CURSOR FOR SELECT ${d.stringAgg(`'''' || SUBSTR(${c('path')}, ${t.name.length + 2}) || ''''`, ', ')} AS files ` +
         `FROM (SELECT ${c('path')}, FLOOR((ROW_NUMBER() OVER (ORDER BY ${c('path')}) - 1) / ${FILES_PER_COPY}) AS chunk ` +
-        `FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)}) GROUP BY chunk`,
+        `FROM (SELECT DISTINCT ${c('path')} FROM ${d.temp(T.pendingFiles)} WHERE ${c('table_name')} = ${d.str(t.name)})) GROUP BY chunk`,
       `FOR f IN ${cursor} DO\n` +
         `    stmt := 'COPY INTO ${staged(t)} FROM @${stage}/${t.name}/ FILES = (' || f.files || ') ${FILE_FORMAT} ` +
         `MATCH_BY_COLUMN_NAME = CASE_INSENSITIVE ON_ERROR = ABORT_STATEMENT FORCE = TRUE';\n` +

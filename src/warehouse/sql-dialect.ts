@@ -36,6 +36,8 @@ export interface SqlDialect {
   /** Whether the whole of `expr` matches the regular expression `pattern` (no anchors in it). */
   fullMatch(expr: string, pattern: string): string;
   stringAgg(expr: string, separator: string): string;
+  /** The first non-null value of `expr` in a window (`over`: what goes inside OVER (...)). */
+  firstNonNull(expr: string, over: string): string;
   /** Whether the text `haystack` contains the text `needle`. */
   contains(haystack: string, needle: string): string;
   createTemp(name: string, select: string): string;

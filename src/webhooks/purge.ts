@@ -1,4 +1,4 @@
-import pLimit from 'p-limit';
+import { redactDeletions } from '../manifest/layout.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Sink } from '../sink/types.ts';
 import type { Manifest } from '../manifest/types.ts';
@@ -88,27 +88,5 @@ export async function purgeSchool(sink: Sink, schoolId: string, reason: string, 
  * Its tasks stay listed: they name files, not people, and loaders skip them after the purge.
  */
 export async function redactManifests(sink: Sink, schoolId: string): Promise<{ redacted: string[]; unreadable: string[] }> {
-  const paths = (await sink.list('_manifests/')).filter((p) => p.endsWith('.json'));
-  const limit = pLimit(8);
-  const unreadable: string[] = [];
-  const done = await Promise.all(
-    paths.map((p) =>
-      limit(async () => {
-        const buf = await sink.read(p);
-        if (!buf) return undefined; // a run removed its parts meanwhile
-        let m: Manifest;
-        try {
-          m = JSON.parse(buf.toString('utf8')) as Manifest;
-        } catch {
-          unreadable.push(p);
-          return undefined;
-        }
-        if (!Array.isArray(m.deletions) || !m.deletions.some((d) => d.school_id === schoolId)) return undefined;
-        m.deletions = m.deletions.filter((d) => d.school_id !== schoolId);
-        await sink.writeAtomic(p, JSON.stringify(m) + '\n');
-        return p;
-      }),
-    ),
-  );
-  return { redacted: done.filter((p): p is string => p !== undefined), unreadable: unreadable.sort() };
+  return redactDeletions(sink, (_run, d) => d.school_id === schoolId);
 }

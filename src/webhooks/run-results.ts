@@ -1,6 +1,7 @@
 import pLimit from 'p-limit';
 import { readDirective } from '../manifest/state-store.ts';
-import type { Manifest, ManifestTask } from '../manifest/types.ts';
+import { readRun, runDocsOf } from '../manifest/layout.ts';
+import type { ManifestTask } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
 import type { RunOutcome } from './child-run.ts';
 
@@ -24,24 +25,16 @@ const RETRY = new Set(['failed', 'interrupted', 'not_started']);
  * The tasks a run listed: its whole-run manifest and any parts beside it (a killed run has parts
  * only). `final` is false when there is no whole-run manifest: the run did not get to the end, so
  * which of a school's tasks it planned is unknown.
- * Reads the layout as src/manifest/committer.ts writes it.
+ * Read through src/manifest/layout.ts (the run manifest names its parts; an old one lists its
+ * tasks). Unreadable documents read as no tasks: the schools are then retried.
  */
 export async function readRunTasks(sink: Sink, runId: string): Promise<{ final: boolean; tasks: ManifestTask[] }> {
-  const parse = (buf: Buffer | undefined): Partial<Manifest> | undefined => {
-    if (!buf) return undefined;
-    try {
-      const m = JSON.parse(buf.toString('utf8')) as Partial<Manifest>;
-      return m && m.run_id === runId ? m : undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  const tasksOf = (m: Partial<Manifest> | undefined): ManifestTask[] => (Array.isArray(m?.tasks) ? m.tasks : []);
-  const whole = parse(await sink.read(`_manifests/${runId}.json`));
-  // a whole-run manifest may list its tasks itself, or leave them to the parts beside it: both are read
-  const parts = await Promise.all((await sink.list(`_manifests/${runId}/`)).map(async (p) => parse(await sink.read(p))));
-  const tasks = [...tasksOf(whole), ...parts.flatMap(tasksOf)];
-  return { final: whole !== undefined && whole.status !== 'running', tasks };
+  try {
+    const run = await readRun(sink, await runDocsOf(sink, runId));
+    return { final: run.header !== undefined && run.header.status !== 'running', tasks: run.tasks };
+  } catch {
+    return { final: false, tasks: [] };
+  }
 }
 
 export async function schoolResults(sink: Sink, schools: string[], outcome: RunOutcome): Promise<Map<string, SchoolResult>> {

@@ -16,8 +16,7 @@ export interface CommittedTask extends ManifestTask {
   run_id: string;
 }
 
-/** `unchanged`: also list full reads that found the content unchanged (they name no file). */
-export function readManifests(dir: string, opts: { unchanged?: boolean } = {}): CommittedTask[] {
+export function readManifests(dir: string): CommittedTask[] {
   const mdir = join(dir, '_manifests');
   if (!existsSync(mdir)) return [];
   const seen = new Set<string>();
@@ -29,8 +28,9 @@ export function readManifests(dir: string, opts: { unchanged?: boolean } = {}): 
       const at = p.before_run ?? m.run_id;
       if ((purgedAt.get(p.school_id) ?? '') < at) purgedAt.set(p.school_id, at);
     }
-    for (const t of m.tasks) {
-      if (t.status !== 'committed' && !(opts.unchanged && t.status === 'unchanged')) continue;
+    // a run manifest of the bounded layout (version 2) lists no task: its parts, beside it, do
+    for (const t of m.tasks ?? []) {
+      if (t.status !== 'committed') continue;
       // A task committed in checkpoint pieces has one entry per piece (in parts and in the final manifest).
       const key = `${m.run_id}|${t.school_id}|${t.resource}|${t.checkpoint?.seq ?? 0}`;
       if (seen.has(key)) continue;
@@ -50,6 +50,22 @@ export function readManifests(dir: string, opts: { unchanged?: boolean } = {}): 
   return out
     .filter((t) => !(purgedAt.get(t.school_id) && t.run_id < purgedAt.get(t.school_id)!))
     .sort((a, b) => a.run_id.localeCompare(b.run_id));
+}
+
+/**
+ * A finished run's manifest as one document: for the bounded layout (a version 2 run manifest
+ * naming its parts) the header with the tasks and deletions of the parts it lists, in order; an
+ * old (version 1) run manifest as it is. What tests look at, whichever layout wrote it.
+ */
+export function readRunManifest(dir: string, runId: string): Manifest {
+  const m = JSON.parse(readFileSync(join(dir, '_manifests', `${runId}.json`), 'utf8')) as Omit<Manifest, 'version'> & {
+    version: number;
+    parts?: { path: string }[];
+  };
+  if (m.version !== 2) return m as Manifest;
+  const { parts, ...header } = m;
+  const docs = (parts ?? []).map((p) => JSON.parse(readFileSync(join(dir, p.path), 'utf8')) as Manifest);
+  return { ...header, tasks: docs.flatMap((d) => d.tasks), deletions: docs.flatMap((d) => d.deletions) } as unknown as Manifest;
 }
 
 export async function readRows(dir: string, relPath: string, schema: TableSchema): Promise<Row[]> {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runExport } from '../../src/pipeline/run.ts';
 import { readState } from '../../src/manifest/state-store.ts';
 import { openSink } from '../../src/sink/index.ts';
-import { currentState, readManifests, warehouseState } from '../helpers/read-exports.ts';
+import { currentState, readManifests, warehouseState, readRunManifest } from '../helpers/read-exports.ts';
 import { allSchemas, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 
 /**
@@ -114,7 +114,7 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
     const sink = await openSink(tmp.dir);
     const state = await readState(sink, b!.region, b!.id);
     expect(state.resources.assessment_results?.known_ids_file).toMatch(/^_state\/ids\//);
-    const m = JSON.parse(readFileSync(join(tmp.dir, '_manifests', `${snap.runId}.json`), 'utf8'));
+    const m = readRunManifest(tmp.dir, snap.runId);
     expect(m.deletions).toContainEqual(
       expect.objectContaining({ school_id: b!.id, id: gone, type: 'assessment_results', detected_by: 'snapshot' }),
     );
@@ -122,9 +122,8 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
   });
 
   it('state files and manifests say what happened', () => {
-    const manifests = readFileSync(join(tmp.dir, '_manifests', readManifests(tmp.dir)[0]!.run_id + '.json'), 'utf8');
-    expect(manifests).not.toContain(sb.tokens.full);
-    const m = JSON.parse(manifests);
+    const m = readRunManifest(tmp.dir, readManifests(tmp.dir)[0]!.run_id);
+    expect(JSON.stringify(m)).not.toContain(sb.tokens.full);
     expect(m.status).toBe('ok');
     expect(m.tasks.every((t: { watermark?: string }) => typeof t.watermark === 'string')).toBe(true);
   });

@@ -9,6 +9,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { openSink, type Sink } from '../../src/sink/index.ts';
 import { logEvents, runChild } from './child-run.ts';
 import { sandboxConfig, tempDir } from './helpers.ts';
+import { readRunManifest } from '../helpers/read-exports.ts';
 
 /**
  * One run per destination and shard (issue 9, "Interrupts, locks and exit codes"): the lease
@@ -358,7 +359,7 @@ describe('one run per destination and shard, whole runs', () => {
       const summaryB = JSON.parse(b.stdout) as { runId: string; status: string; tasks: { committed: number } };
       expect(summaryB).toMatchObject({ status: 'ok', tasks: { committed: 1 } });
       // The second run began after the first had committed: it read incrementally from the first's watermark.
-      const manifestB = JSON.parse(readFileSync(join(tmp.dir, '_manifests', `${summaryB.runId}.json`), 'utf8')) as {
+      const manifestB = readRunManifest(tmp.dir, summaryB.runId) as {
         tasks: { mode: string }[];
       };
       expect(manifestB.tasks.map((t) => t.mode)).toEqual(['incremental']);

@@ -16,6 +16,7 @@ import { createPseudonymiser, PseudonymiseKey, PSEUDONYM_RE } from '../../src/pr
 import type { Manifest, SchoolState } from '../../src/manifest/types.ts';
 import type { TableSchema } from '../../src/table.ts';
 import { sandboxConfig, tempDir } from './helpers.ts';
+import { readRunManifest } from '../helpers/read-exports.ts';
 
 /**
  * Issue 12 item 4 and policy changes: deletions and restorations of pseudonymised people still
@@ -169,14 +170,14 @@ describe('personal data across runs', () => {
       token: sb.tokens.full,
     });
     expect(second.status).toBe('ok');
-    const manifest = JSON.parse(readFileSync(join(dest, '_manifests', `${second.runId}.json`), 'utf8')) as Manifest;
+    const manifest = readRunManifest(dest, second.runId) as Manifest;
     expect(manifest.tasks.length).toBeGreaterThan(0);
     expect(manifest.tasks.filter((t) => t.mode !== 'full').map((t) => `${t.school_id} ${t.resource}`)).toEqual([]);
     // a third run with the same policy is incremental again
     const third = await runExport(sandboxConfig(sb, dest, { format: 'csv', personal_data: STRICT, pseudonymise_key_file: keyFile }), {
       token: sb.tokens.full,
     });
-    const m3 = JSON.parse(readFileSync(join(dest, '_manifests', `${third.runId}.json`), 'utf8')) as Manifest;
+    const m3 = readRunManifest(dest, third.runId) as Manifest;
     expect(m3.tasks.some((t) => t.mode === 'incremental')).toBe(true);
 
     await warehouseLoad({ dest, into: `duckdb:${db}`, tables: builtinTables() });

@@ -14,6 +14,7 @@ import { CHANGED_BY_ENV } from '../../src/privacy/guard.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runChild } from './child-run.ts';
 import { sandboxConfig, tempDir } from './helpers.ts';
+import { readRunManifest } from '../helpers/read-exports.ts';
 
 /**
  * Issue 22: a personal-data policy that cannot lapse silently. Each refusal is exit status 2 with
@@ -94,7 +95,7 @@ describe('a destination keeps its personal-data policy and its format', () => {
       personal_data: { columns: { 'achievements.comment': 'drop', 'achievements.location__description': 'drop' } },
     });
     expect(ok.status).toBe('ok');
-    const manifest = JSON.parse(readFileSync(join(dest, '_manifests', `${ok.runId}.json`), 'utf8')) as Manifest;
+    const manifest = readRunManifest(dest, ok.runId) as Manifest;
     expect(manifest.personal_data?.matched?.columns).toEqual({
       'achievements.comment': ['achievements.comment'],
       'achievements.location__description': [], // a recognised name the service did not send
@@ -144,7 +145,7 @@ describe('a destination keeps its personal-data policy and its format', () => {
     const accepted = await run(dest, {}, { personalDataChange: true });
     vi.unstubAllEnvs();
     expect(accepted.status).toBe('ok');
-    const m = JSON.parse(readFileSync(join(dest, '_manifests', `${accepted.runId}.json`), 'utf8')) as Manifest;
+    const m = readRunManifest(dest, accepted.runId) as Manifest;
     expect(m.personal_data?.change).toMatchObject({
       kind: 'accepted',
       by: 'dpo@school-trust (ticket 77)',
@@ -202,7 +203,7 @@ describe('a destination keeps its personal-data policy and its format', () => {
     );
     const changed = await run(dest, { format: 'parquet' }, { formatChange: true });
     expect(changed.status).toBe('ok');
-    const m = JSON.parse(readFileSync(join(dest, '_manifests', `${changed.runId}.json`), 'utf8')) as Manifest;
+    const m = readRunManifest(dest, changed.runId) as Manifest;
     expect(m.format_change).toMatchObject({ from: 'ndjson', to: 'parquet' });
     expect((JSON.parse(readFileSync(join(dest, DESTINATION_RECORD), 'utf8')) as DestinationRecord).format).toBe('parquet');
   });

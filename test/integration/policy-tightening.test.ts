@@ -10,7 +10,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { openSink } from '../../src/sink/index.ts';
 import { collectStatus } from '../../src/status/collect.ts';
 import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
-import { warehouseState } from '../helpers/read-exports.ts';
+import { warehouseState, readRunManifest } from '../helpers/read-exports.ts';
 import { runStaticScript } from '../warehouse/fixtures.ts';
 import { canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 
@@ -128,7 +128,7 @@ describe('tightening the personal-data policy leaves nothing behind', () => {
       ['A1002', strict.runId],
     ]);
     for (const r of [first, second]) {
-      const m = JSON.parse(readFileSync(join(dest, '_manifests', `${r.runId}.json`), 'utf8')) as Manifest;
+      const m = readRunManifest(dest, r.runId) as Manifest;
       expect(m.deletions).toEqual([]); // deletion records of the weak runs are redacted
     }
     for (const s of ['A1001', 'A1002']) {

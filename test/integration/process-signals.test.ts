@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
-import { readManifests, warehouseState } from '../helpers/read-exports.ts';
+import { readManifests, readRunManifest, warehouseState } from '../helpers/read-exports.ts';
 import { canonical, expectedState, tempDir } from './helpers.ts';
 import { runChild, walk } from './child-run.ts';
 
@@ -14,7 +14,7 @@ import { runChild, walk } from './child-run.ts';
 function finalManifest(dir: string): { status: string; tasks: { status: string; school_id: string; resource: string }[] } {
   const names = readdirSync(join(dir, '_manifests')).filter((n) => n.endsWith('.json'));
   expect(names.length).toBe(1);
-  return JSON.parse(readFileSync(join(dir, '_manifests', names[0]!), 'utf8'));
+  return readRunManifest(dir, names[0]!.slice(0, -'.json'.length));
 }
 
 describe('signals and kills', () => {

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runExport } from '../../src/pipeline/run.ts';
-import { currentState, readManifests, warehouseState } from '../helpers/read-exports.ts';
+import { currentState, readManifests, readRunManifest, warehouseState } from '../helpers/read-exports.ts';
 import { allSchemas, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 import { runChild, walk } from './child-run.ts';
 
@@ -85,7 +85,7 @@ describe('separate processes', () => {
       const manifests = walk(join(tmp.dir, '_manifests')).filter((f) => /^[^/]+\.json$/.test(f));
       expect(manifests.length).toBe(N);
       const schoolsByShard = manifests.map((m) => {
-        const j = JSON.parse(readFileSync(join(tmp.dir, '_manifests', m), 'utf8'));
+        const j = readRunManifest(tmp.dir, m.slice(0, -'.json'.length));
         return new Set<string>(j.tasks.map((t: { school_id: string }) => t.school_id));
       });
       const all = schoolsByShard.flatMap((s) => [...s]);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runExport } from '../../src/pipeline/run.ts';
 import { resolveRunConfig } from '../../src/config/resolve.ts';
-import { readManifests, readRows } from '../helpers/read-exports.ts';
+import { readManifests, readRows, readRunManifest } from '../helpers/read-exports.ts';
 import { compileFlattener } from '../../src/flatten/index.ts';
 import { selectResources } from '../../src/resources/index.ts';
 import { exportOnce, sandboxConfig, tempDir } from './helpers.ts';
@@ -32,7 +32,7 @@ describe('run behaviour', () => {
       const state = JSON.parse(readFileSync(join(tmp.dir, '_state/region=apac/school_id=A1002.json'), 'utf8'));
       expect(state.resources.achievements).toBeUndefined();
       expect(state.resources.achievement_attributes.watermark).toEqual(expect.any(String));
-      const m = JSON.parse(readFileSync(join(tmp.dir, '_manifests', `${summary.runId}.json`), 'utf8'));
+      const m = readRunManifest(tmp.dir, summary.runId);
       expect(m.status).toBe('partial');
       // The next run exports it in full.
       const again = await runExport(cfg, { token: sb.tokens.full });

@@ -1,11 +1,11 @@
-import { closeSync, existsSync, openSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, statSync, symlinkSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runExport } from '../../src/pipeline/run.ts';
 import type { Reporter, RunEvent } from '../../src/pipeline/progress.ts';
 import type { RunSummary } from '../../src/pipeline/summary.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
-import { readManifests } from '../helpers/read-exports.ts';
+import { readManifests, readRunManifest } from '../helpers/read-exports.ts';
 import { openFilesUnder, readOnlyDir, smallDisk, type Mounted } from '../sink/mounts.ts';
 import { runChild, tempFiles, walk } from './child-run.ts';
 import { sandboxConfig, tempDir } from './helpers.ts';
@@ -135,7 +135,7 @@ describe('run failures', () => {
       it('the task fails, the run still writes its manifest (partial) and leaves no temp file, descriptor or lease', async () => {
         expect(s.status).toBe('partial');
         expect(s.failures).toEqual([expect.objectContaining({ school_id: 'A1001', resource: 'achievements', status: 'failed' })]);
-        const manifest = JSON.parse(readFileSync(join(dir, '_manifests', `${s.runId}.json`), 'utf8')) as { status: string };
+        const manifest = readRunManifest(dir, s.runId) as { status: string };
         expect(manifest.status).toBe('partial');
         expect(s.notes.join('\n')).not.toMatch(/manifest could not be written/);
         await expectClean(dir);

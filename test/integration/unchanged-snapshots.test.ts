@@ -10,6 +10,7 @@ import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
 import { runStaticScript } from '../warehouse/fixtures.ts';
 import { currentTables } from '../warehouse/tables.ts';
 import { canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
+import { readRunManifest } from '../helpers/read-exports.ts';
 
 /**
  * Issue 19 item 1: a table read in full every run writes no file when its content equals the last
@@ -38,10 +39,10 @@ describe('unchanged full reads write nothing', () => {
   const db = join(tmp.dir, 'warehouse.duckdb');
   const staticDb = join(tmp.dir, 'static.duckdb');
   let schools: { id: string; region: string }[] = [];
-  const run = (extra: PipelineConfig = {}) =>
-    // the test changes format on purpose (the destination keeps its format unless told: --format-change)
-    runExport({ ...sandboxConfig(sb, dest, { format: 'parquet', ...extra }), formatChange: true }, { token: sb.tokens.full });
-  const manifest = (runId: string) => JSON.parse(readFileSync(join(dest, '_manifests', `${runId}.json`), 'utf8')) as Manifest;
+  // formatChange: the destination keeps its format unless the change is accepted (--format-change)
+  const run = (extra: PipelineConfig = {}, accept: { formatChange?: boolean } = {}) =>
+    runExport({ ...sandboxConfig(sb, dest, { format: 'parquet', ...extra }), ...accept }, { token: sb.tokens.full });
+  const manifest = (runId: string) => readRunManifest(dest, runId) as Manifest;
   const state = (id: string) => {
     const region = schools.find((s) => s.id === id)!.region;
     return JSON.parse(readFileSync(join(dest, `_state/region=${region}/school_id=${id}.json`), 'utf8')) as SchoolState;
@@ -140,7 +141,7 @@ describe('unchanged full reads write nothing', () => {
 
   it('another format, or another personal-data policy, writes its files even when the content is the same', async () => {
     const before = dataFiles(dest);
-    const csv = await run({ format: 'csv' });
+    const csv = await run({ format: 'csv' }, { formatChange: true });
     const m = manifest(csv.runId);
     expect(byStatus(m, 'unchanged')).toEqual([]);
     const aclFiles = dataFiles(dest).filter((f) => !before.includes(f) && f.startsWith('school_acl/'));
@@ -171,7 +172,7 @@ describe('unchanged snapshots of tables without deletion records, reads in piece
       token: sb.tokens.full,
       now: () => new Date(Date.now() + later * HOUR),
     });
-  const manifest = (runId: string) => JSON.parse(readFileSync(join(dest, '_manifests', `${runId}.json`), 'utf8')) as Manifest;
+  const manifest = (runId: string) => readRunManifest(dest, runId) as Manifest;
   const task = (runId: string, resource: string) => manifest(runId).tasks.filter((t) => t.resource === resource);
   const state = () => JSON.parse(readFileSync(join(dest, '_state/region=uk/school_id=A1001.json'), 'utf8')) as SchoolState;
 

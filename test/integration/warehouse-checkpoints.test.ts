@@ -5,7 +5,7 @@ import type { Manifest } from '../../src/manifest/types.ts';
 import { runExport } from '../../src/pipeline/run.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
-import { runStaticScript } from '../warehouse/fixtures.ts';
+import { runEntries, runStaticScript } from '../warehouse/fixtures.ts';
 import { runKilledAt } from '../warehouse/killed-run.ts';
 import { currentTables } from '../warehouse/tables.ts';
 import { canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
@@ -84,7 +84,7 @@ describe('checkpoint pieces in the warehouse', () => {
     const resumed = await runExport(sandboxConfig(sb, dest, base), { token: sb.tokens.full });
     expect(resumed.failures).toEqual([]);
     await loadBoth();
-    const region = (JSON.parse(readFileSync(join(dest, '_manifests', `${resumed.runId}.json`), 'utf8')) as Manifest).tasks[0]!.region;
+    const region = runEntries(dest, resumed.runId)[0]!.region;
     const expected = await expectedState(sb, [big], () => region);
     for (const path of [db.script, db.load]) {
       const actual = await currentTables(path);

@@ -1,11 +1,10 @@
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Manifest } from '../../src/manifest/types.ts';
 import { runExport } from '../../src/pipeline/run.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
-import { runStaticScript } from '../warehouse/fixtures.ts';
+import { rewriteRunEntries, runStaticScript } from '../warehouse/fixtures.ts';
 import { currentTables } from '../warehouse/tables.ts';
 import { sandboxConfig, tempDir } from './helpers.ts';
 
@@ -30,10 +29,9 @@ describe('scope-masked columns in the warehouse', () => {
 
   /** What the pipeline records for a task whose token lacked the scope of `comment` (kept if it already does). */
   function recordMasked(runId: string): void {
-    const path = join(dest, '_manifests', `${runId}.json`);
-    const m = JSON.parse(readFileSync(path, 'utf8')) as Manifest;
-    for (const t of m.tasks) if (t.resource === 'achievements' && !t.scope_masked) t.scope_masked = { achievements: ['comment'] };
-    writeFileSync(path, JSON.stringify(m) + '\n');
+    rewriteRunEntries(dest, runId, (t) => {
+      if (t.resource === 'achievements' && !t.scope_masked) t.scope_masked = { achievements: ['comment'] };
+    });
   }
 
   it('a full read with the limited token keeps the values of the full read; a later change replaces them', async () => {

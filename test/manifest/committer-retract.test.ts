@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalSink } from '../../src/sink/local.ts';
 import { Committer } from '../../src/manifest/committer.ts';
-import type { Manifest, ManifestTask } from '../../src/manifest/types.ts';
+import type { Manifest, ManifestTask, RunManifest } from '../../src/manifest/types.ts';
 
 const RUN = '20260101T000000.000Z-abcd';
 
@@ -106,15 +106,17 @@ describe('Committer.retract and snapshot', () => {
     expect(c.snapshot().status).toBe('partial');
   });
 
-  it('finish({ interrupted: true }) writes an interrupted run manifest with the retracted task in it', async () => {
+  it('finish({ interrupted: true }) writes an interrupted run manifest; its part lists the retracted task', async () => {
     const t = task('A1001', 'achievements');
     await c.commit({ task: t, deletions: [], promote: async () => undefined });
     c.retract(t, { code: 'E_PURGED', message: 'purged' });
     const m = await c.finish({ interrupted: true });
     expect(m.status).toBe('interrupted');
-    const onDisk = JSON.parse(readFileSync(join(dir, `_manifests/${RUN}.json`), 'utf8')) as Manifest;
-    expect(onDisk.status).toBe('interrupted');
-    expect(onDisk.tasks).toEqual([
+    const onDisk = JSON.parse(readFileSync(join(dir, `_manifests/${RUN}.json`), 'utf8')) as RunManifest;
+    expect(onDisk).toMatchObject({ version: 2, status: 'interrupted', summary: { tasks: { skipped: 1 }, failures_total: 1 } });
+    expect(onDisk.parts.map((p) => p.path)).toEqual([`_manifests/${RUN}/part-00002.json`]);
+    const part = JSON.parse(readFileSync(join(dir, onDisk.parts[0]!.path), 'utf8')) as Manifest;
+    expect(part.tasks).toEqual([
       expect.objectContaining({ status: 'skipped', files: [], error: expect.objectContaining({ code: 'E_PURGED' }) }),
     ]);
   });

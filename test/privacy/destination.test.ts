@@ -13,7 +13,7 @@ import { KEEP_ALL, policyRecord, type PersonalDataPolicy } from '../../src/priva
 import { fieldActions, policyMatches } from '../../src/privacy/report.ts';
 import { policyStatusOf } from '../../src/privacy/status.ts';
 import { runIdOfDataFile } from '../../src/privacy/tighten.ts';
-import { manifestEntries } from '../../src/warehouse/manifests.ts';
+import { purgesOf } from '../../src/warehouse/manifests.ts';
 
 const TABLES = builtinTables();
 const STRICT: PersonalDataRecord = { person_id: 'pseudonymise', direct_identifier: 'drop', free_text: 'drop', key_id: 'aaaaaaaaaaaaaaaa' };
@@ -286,11 +286,10 @@ describe('status and loaders', () => {
         deletions: [],
         purged: [{ school_id: 'A1001', region: 'uk', reason: 'r', files_removed: 1, before_run: before }],
       }) as Manifest;
-    expect(manifestEntries(m('20260102T000000.000Z-bbbb'), 'p').purges).toEqual([
-      { runId: '20260102T000000.000Z-bbbb', schoolId: 'A1001', key: '20260102T000000.000Z-bbbb|A1001|_purge|0' },
-    ]);
-    expect(manifestEntries(m(undefined), 'p').purges[0]!.runId).toBe('20260103T000000.000Z-purge-cccc');
-    expect(() => manifestEntries(m("x' OR 1=1 --"), 'p')).toThrow(/unsafe before_run/);
+    const purges = (x: Manifest) => purgesOf(x.run_id, x.purged ?? []);
+    expect(purges(m('20260102T000000.000Z-bbbb'))).toEqual([{ runId: '20260102T000000.000Z-bbbb', schoolId: 'A1001' }]);
+    expect(purges(m(undefined))[0]!.runId).toBe('20260103T000000.000Z-purge-cccc');
+    expect(() => purges(m("x' OR 1=1 --"))).toThrow(/unsafe before_run/);
     expect(runIdOfDataFile('achievements/region=uk/school_id=A1/20260102T000000.000Z-bbbb-s1of2-0001.ndjson.gz')).toBe(
       '20260102T000000.000Z-bbbb-s1of2',
     );

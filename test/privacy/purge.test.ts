@@ -57,10 +57,10 @@ describe('purge covers everything the school appears in', () => {
       ).toBe(true);
     expect(before.some((p) => p.startsWith('_state/region=') && ofSchool(p))).toBe(true);
     expect(before.some((p) => p.startsWith('_state/ids/') && ofSchool(p))).toBe(true);
-    const withDeletions = (await manifests()).filter(({ m }) => m.deletions.some((d) => d.school_id === SCHOOL));
+    const withDeletions = (await manifests()).filter(({ m }) => (m.deletions ?? []).some((d) => d.school_id === SCHOOL));
     expect(withDeletions.length).toBe(2);
     expect(JSON.stringify(withDeletions.map((x) => x.m.deletions))).toContain(student);
-    const othersDeletions = (await manifests()).flatMap(({ m }) => m.deletions.filter((d) => d.school_id !== SCHOOL));
+    const othersDeletions = (await manifests()).flatMap(({ m }) => (m.deletions ?? []).filter((d) => d.school_id !== SCHOOL));
     expect(othersDeletions.length).toBeGreaterThan(0);
     const ids = [
       ...sb.control.records(SCHOOL, 'students').map((s) => String(s.id)),
@@ -87,9 +87,9 @@ describe('purge covers everything the school appears in', () => {
     }
     // manifests keep their history (tasks) but no deletion record of the school; others' records stay
     const now = await manifests();
-    for (const { m } of now) expect(m.deletions.filter((d) => d.school_id === SCHOOL)).toEqual([]);
+    for (const { m } of now) expect((m.deletions ?? []).filter((d) => d.school_id === SCHOOL)).toEqual([]);
     for (const { path, m } of now) for (const id of ids) expect(JSON.stringify(m).includes(id), `${path} holds ${id}`).toBe(false);
-    expect(now.flatMap(({ m }) => m.deletions)).toEqual(othersDeletions);
+    expect(now.flatMap(({ m }) => m.deletions ?? [])).toEqual(othersDeletions);
     expect(now.find((x) => x.path === result.manifestPath)!.m.purged).toEqual([
       { school_id: SCHOOL, region: 'uk', reason: 'accessRevoked: test', files_removed: result.removed.length },
     ]);

@@ -288,10 +288,14 @@ describe('loadIntoDuckDb rules', () => {
       meta([ach('A66', 6, '2024-04-01')], 'A1', R4, '2024-04-01T00:00:00.000000Z'),
       'parquet',
     );
-    await expect(loadIntoDuckDb({ sink: remote, dbPath: db, tables: SCHEMAS })).rejects.toMatchObject({
-      code: 'E_STATE',
-      message: expect.stringContaining('checksum'),
-    });
+    // the error says which run, school and table, why, and what to do (issue 25 item 3)
+    const stuck = loadIntoDuckDb({ sink: remote, dbPath: db, tables: SCHEMAS });
+    await expect(stuck).rejects.toMatchObject({ code: 'E_STATE', message: expect.stringContaining('checksum') });
+    await expect(stuck).rejects.toThrow(
+      new RegExp(
+        `^run ${R4}, school A1, table achievements: ${rel} cannot be loaded \\(.*checksum.*\\); .*restore the file as run ${R4} wrote it`,
+      ),
+    );
     // Run 3 applied, run 4 rolled back as a whole.
     expect(await dump(db, 'SELECT DISTINCT run_id FROM _school_export_tasks ORDER BY ALL')).toEqual(
       [R1, R2, R3].map((run_id) => ({ run_id })),

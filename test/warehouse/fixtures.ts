@@ -1,6 +1,6 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -282,5 +282,28 @@ export async function dump(dbPath: string, sql: string): Promise<Record<string, 
   } finally {
     c.closeSync();
     db.closeSync();
+  }
+}
+
+/** The parts a run's manifest lists (this layout), or its run manifest (an old one repeating every task). */
+function runDocPaths(dest: string, runId: string): string[] {
+  const run = JSON.parse(readFileSync(join(dest, '_manifests', `${runId}.json`), 'utf8')) as {
+    version: number;
+    parts?: { path: string }[];
+  };
+  return run.version === 2 ? (run.parts ?? []).map((p) => p.path) : [join('_manifests', `${runId}.json`)];
+}
+
+/** A finished run's task entries, read from its parts. */
+export function runEntries(dest: string, runId: string): ManifestTask[] {
+  return runDocPaths(dest, runId).flatMap((p) => (JSON.parse(readFileSync(join(dest, p), 'utf8')) as Manifest).tasks);
+}
+
+/** Rewrites a finished run's task entries where its parts hold them (tests that edit what a run recorded). */
+export function rewriteRunEntries(dest: string, runId: string, edit: (t: ManifestTask) => void): void {
+  for (const p of runDocPaths(dest, runId)) {
+    const m = JSON.parse(readFileSync(join(dest, p), 'utf8')) as Manifest;
+    m.tasks.forEach(edit);
+    writeFileSync(join(dest, p), JSON.stringify(m) + '\n');
   }
 }

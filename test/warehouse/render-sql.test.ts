@@ -33,7 +33,10 @@ function parseAll(statements: string[], database: Database): { parsed: number; c
   const other = new Set<string>();
   const parse = (sql: string): void => {
     try {
-      parser.astify(sql, { database });
+      // Not in the parser's grammar: BigQuery's FIRST_VALUE(x IGNORE NULLS), parsed as FIRST_VALUE(x),
+      // and IS NOT DISTINCT FROM (both dialects), parsed as =.
+      const known = sql.replace(/ IS NOT DISTINCT FROM /g, ' = ');
+      parser.astify(database === 'BigQuery' ? known.replace(/ IGNORE NULLS\) OVER/g, ') OVER') : known, { database });
     } catch (e) {
       throw new Error(`${database} cannot parse: ${sql.slice(0, 300)}\n${(e as Error).message.slice(0, 200)}`, { cause: e });
     }

@@ -281,8 +281,20 @@ describe('what a run did, from its manifest', () => {
         ],
       }),
     );
-    // a whole-run manifest that leaves its tasks to its parts (a layout with bounded parts)
-    await sink.writeAtomic(`_manifests/${runId}.json`, doc({ status: 'partial', parts: ['part-00001.json', 'part-00002.json'] }));
+    // the run manifest of the bounded layout (version 2): it leaves its tasks to the parts it names
+    const part = (n: number) => ({ path: `_manifests/${runId}/part-0000${n}.json`, part: n, tasks: 1, bytes: 1 });
+    await sink.writeAtomic(
+      `_manifests/${runId}.json`,
+      JSON.stringify({
+        version: 2,
+        layout: 'parts',
+        kind: 'export',
+        run_id: runId,
+        format: 'ndjson',
+        status: 'partial',
+        parts: [part(1), part(2)],
+      }) + '\n',
+    );
     await sink.writeAtomic(
       '_state/_directives/school_id=A5.json',
       JSON.stringify({
