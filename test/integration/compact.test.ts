@@ -1,0 +1,262 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compactDestination, type CompactCommandOptions } from '../../src/compact/run.ts';
+import type { CompactStep } from '../../src/compact/compact.ts';
+import { exitCodeFor } from '../../src/cli/commands.ts';
+import { ExportError } from '../../src/errors.ts';
+import { acquireLease } from '../../src/manifest/lease.ts';
+import type { Manifest, RunManifest } from '../../src/manifest/types.ts';
+import type { PipelineConfig } from '../../src/config/schema.ts';
+import { openSink } from '../../src/sink/index.ts';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
+import type { Row } from '../../src/table.ts';
+import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
+import { runStaticScript } from '../warehouse/fixtures.ts';
+import { currentTables } from '../warehouse/tables.ts';
+import { canonical, exportOnce, expectedState, tempDir } from './helpers.ts';
+
+/**
+ * `compact` against real exports of the sandbox: several incremental nights in each format,
+ * then compaction; the warehouse (`warehouse load`, and the DuckDB rendering of the static plan
+ * for Parquet) equals the sandbox before and after, also when the load was behind (runs pending
+ * across the compaction), when a compaction stopped at a known step, and when it is run again.
+ */
+const KNOWN_TABLES = builtinTables().map((t) => t.name);
+
+type Fmt = 'parquet' | 'ndjson' | 'ndjson.gz' | 'csv';
+const formatConfig = (f: Fmt): PipelineConfig => (f === 'ndjson.gz' ? { format: 'ndjson', gzip: true } : { format: f });
+
+/** Data files under dest (not _manifests, _state), relative. */
+function dataFiles(dest: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (!e.name.startsWith('.')) out.push(relative(dest, p));
+    }
+  };
+  for (const top of readdirSync(dest)) if (!top.startsWith('_')) walk(join(dest, top));
+  return out.sort();
+}
+
+/** Files per partition folder. */
+function perPartition(dest: string): Map<string, string[]> {
+  const m = new Map<string, string[]>();
+  for (const f of dataFiles(dest)) {
+    const dir = f.slice(0, f.lastIndexOf('/'));
+    m.set(dir, [...(m.get(dir) ?? []), f]);
+  }
+  return m;
+}
+
+describe('compact (local destinations)', () => {
+  let sb: Sandbox;
+  let schools: { id: string; region: string }[] = [];
+  const tmp = tempDir('compact-');
+
+  beforeAll(async () => {
+    sb = await startSandbox({ seed: 31, schools: 3, achievementsPerSchool: 40 });
+    const res = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
+    const list = (await res.json()) as { data: { id: string; region: { code: string } }[] };
+    schools = list.data.map((s) => ({ id: s.id, region: s.region.code }));
+  });
+  afterAll(async () => {
+    await sb?.close();
+    tmp.cleanup();
+  });
+
+  const regionOf = (id: string) => schools.find((s) => s.id === id)!.region;
+  const ids = () => schools.map((s) => s.id);
+
+  async function expectEqualsSandbox(db: string): Promise<void> {
+    const expected = await expectedState(sb, ids(), regionOf);
+    const actual = await currentTables(db);
+    for (const [table, rows] of expected) {
+      const got = (actual.get(table) ?? []).filter((r: Row) => ids().includes(String(r._school_id)));
+      expect({ table, rows: canonical(got) }).toEqual({ table, rows: canonical(rows) });
+    }
+  }
+
+  /** One night: some rows change upstream (an update, a deletion, new rows), then an incremental run. */
+  async function night(dest: string, fmt: Fmt, n: number): Promise<void> {
+    for (const s of ids()) {
+      const ach = sb.control.records(s, 'achievements').map((r) => (r as { id: string }).id);
+      sb.control.update(s, 'achievements', ach[n]!, { comment: `night ${n}` });
+      if (n % 2 === 0) sb.control.remove(s, 'achievements', ach[n + 5]!);
+      sb.control.add(s, 'achievements', 2);
+    }
+    const r = await exportOnce(sb, dest, { ...formatConfig(fmt), per_page: 25 });
+    expect(r.failures).toEqual([]);
+  }
+
+  const compactOpts = (dest: string, extra: Partial<CompactCommandOptions> = {}): CompactCommandOptions => ({
+    dest,
+    knownTables: KNOWN_TABLES,
+    ...extra,
+  });
+
+  for (const fmt of ['parquet', 'ndjson', 'ndjson.gz', 'csv'] as const) {
+    it(`${fmt}: after several nights, one file per partition and the warehouse equals the sandbox before and after (a load behind included)`, async () => {
+      const dest = join(tmp.dir, `exports-${fmt.replace('.', '-')}`);
+      const behind = join(tmp.dir, `behind-${fmt}.duckdb`);
+      const before = join(tmp.dir, `before-${fmt}.duckdb`);
+      const after = join(tmp.dir, `after-${fmt}.duckdb`);
+      expect((await exportOnce(sb, dest, { ...formatConfig(fmt), per_page: 25 })).failures).toEqual([]);
+      await night(dest, fmt, 1);
+      // this warehouse is loaded up to night 1; nights 2 and 3 are pending across the compaction
+      await warehouseLoad({ dest, into: `duckdb:${behind}` });
+      await night(dest, fmt, 2);
+      await night(dest, fmt, 3);
+      const many = [...perPartition(dest).values()].filter((f) => f.length > 1).length;
+      expect(many).toBeGreaterThan(5);
+
+      await warehouseLoad({ dest, into: `duckdb:${before}` });
+      await expectEqualsSandbox(before);
+      if (fmt === 'parquet') {
+        await runStaticScript(dest, join(tmp.dir, 'static.duckdb'), builtinTables());
+        await expectEqualsSandbox(join(tmp.dir, 'static.duckdb'));
+      }
+      const bytesBefore = dataFiles(dest).length;
+
+      const res = await compactDestination(compactOpts(dest));
+      expect(res.problems).toBe(0);
+      expect(res.filesMerged).toBeGreaterThan(res.filesWritten);
+      expect(res.partitions).toBe(many);
+      for (const [dir, files] of perPartition(dest)) expect({ dir, files: files.length }).toEqual({ dir, files: 1 });
+      expect(dataFiles(dest).length).toBeLessThan(bytesBefore);
+      // its manifest: kind 'compaction', entries 'compacted' naming their sources
+      const run = JSON.parse(readFileSync(join(dest, '_manifests', `${res.runId}.json`), 'utf8')) as RunManifest;
+      expect(run).toMatchObject({ version: 2, kind: 'compaction', status: 'ok' });
+      const part = JSON.parse(readFileSync(join(dest, run.parts[0]!.path), 'utf8')) as Manifest;
+      expect(part.tasks.every((t) => t.status === 'compacted' && t.compaction!.sources.length > 1)).toBe(true);
+
+      // the warehouse loaded before stays equal (nothing new to apply), one loaded after from scratch equals it
+      const again = await warehouseLoad({ dest, into: `duckdb:${before}` });
+      expect(again.appliedTasks).toBe(0);
+      await expectEqualsSandbox(before);
+      await warehouseLoad({ dest, into: `duckdb:${after}` });
+      await expectEqualsSandbox(after);
+      // the one behind applies nights 2 and 3 from the compacted files
+      const caughtUp = await warehouseLoad({ dest, into: `duckdb:${behind}` });
+      expect(caughtUp.appliedRuns.length).toBe(2);
+      await expectEqualsSandbox(behind);
+      if (fmt === 'parquet') {
+        await runStaticScript(dest, join(tmp.dir, 'static.duckdb'), builtinTables());
+        await expectEqualsSandbox(join(tmp.dir, 'static.duckdb'));
+        const fresh = join(tmp.dir, 'static-fresh.duckdb');
+        await runStaticScript(dest, fresh, builtinTables());
+        await expectEqualsSandbox(fresh);
+      }
+
+      // a second compaction has nothing to do; after one more night it merges the new file into the compacted one
+      expect((await compactDestination(compactOpts(dest))).filesWritten).toBe(0);
+      await night(dest, fmt, 4);
+      const next = await compactDestination(compactOpts(dest));
+      expect(next.filesWritten).toBeGreaterThan(0);
+      for (const [dir, files] of perPartition(dest)) expect({ dir, files: files.length }).toEqual({ dir, files: 1 });
+      await warehouseLoad({ dest, into: `duckdb:${behind}` });
+      await expectEqualsSandbox(behind);
+      const last = join(tmp.dir, `last-${fmt}.duckdb`);
+      await warehouseLoad({ dest, into: `duckdb:${last}` });
+      await expectEqualsSandbox(last);
+    });
+  }
+
+  for (const at of ['file-written', 'manifest-written'] as const) {
+    it(`a compaction stopped after "${at}" leaves a destination that loads exactly, and a rerun completes it`, async () => {
+      const dest = join(tmp.dir, `crash-${at}`);
+      expect((await exportOnce(sb, dest, { format: 'parquet', per_page: 25 })).failures).toEqual([]);
+      await night(dest, 'parquet', 1);
+      const behind = join(tmp.dir, `crash-behind-${at}.duckdb`);
+      await warehouseLoad({ dest, into: `duckdb:${behind}` });
+      await night(dest, 'parquet', 2);
+      const filesBefore = dataFiles(dest);
+
+      let hits = 0;
+      const step = (s: CompactStep): void => {
+        if (s === at && ++hits === 3) throw new Error(`stopped at ${s}`);
+      };
+      await expect(compactDestination(compactOpts(dest, { step }))).rejects.toThrow(`stopped at ${at}`);
+      const files = dataFiles(dest);
+      if (at === 'file-written') {
+        // three merged files written, none listed: every input is still there
+        expect(files.length).toBe(filesBefore.length + 3);
+        for (const f of filesBefore) expect(files).toContain(f);
+      } else {
+        // the first batch's part is durable: its inputs are retired but not removed yet
+        for (const f of filesBefore) expect(files).toContain(f);
+        expect(readdirSync(join(dest, '_manifests')).some((m) => m.includes('-compact-') && !m.endsWith('.json'))).toBe(true);
+      }
+      const mid = join(tmp.dir, `crash-mid-${at}.duckdb`);
+      await warehouseLoad({ dest, into: `duckdb:${mid}` });
+      await expectEqualsSandbox(mid);
+
+      const rerun = await compactDestination(compactOpts(dest));
+      expect(rerun.problems).toBe(0);
+      for (const [dir, f] of perPartition(dest)) expect({ dir, files: f.length }).toEqual({ dir, files: 1 });
+      if (at === 'manifest-written') expect(rerun.leftoversRemoved).toBeGreaterThan(0);
+      await warehouseLoad({ dest, into: `duckdb:${behind}` });
+      await expectEqualsSandbox(behind);
+      const fresh = join(tmp.dir, `crash-fresh-${at}.duckdb`);
+      await warehouseLoad({ dest, into: `duckdb:${fresh}` });
+      await expectEqualsSandbox(fresh);
+      await runStaticScript(dest, join(tmp.dir, `crash-static-${at}.duckdb`), builtinTables());
+      await expectEqualsSandbox(join(tmp.dir, `crash-static-${at}.duckdb`));
+    });
+  }
+
+  it('refuses while a run holds the lease (exit 2, one line), and bad input before any write', async () => {
+    const dest = join(tmp.dir, 'leased');
+    expect((await exportOnce(sb, dest, { format: 'ndjson' })).failures).toEqual([]);
+    await night(dest, 'ndjson', 1);
+    const filesBefore = dataFiles(dest);
+    const sink = await openSink(dest, { readOnly: true });
+    const lease = await acquireLease(sink, { runId: '20261126T000000.000Z-beef', shard: { index: 0, count: 2 }, waitSeconds: 0 });
+    try {
+      const err = await compactDestination(compactOpts(dest)).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ExportError);
+      expect((err as ExportError).code).toBe('E_LOCKED');
+      expect(exitCodeFor(err)).toBe(2);
+      expect((err as Error).message).not.toContain('\n');
+      expect(dataFiles(dest)).toEqual(filesBefore);
+    } finally {
+      await lease.release();
+      await sink.close();
+    }
+    for (const bad of [{ tables: ['achievments'] }, { schools: ['../x'] }, { olderThanDays: -1 }]) {
+      const err = await compactDestination(compactOpts(dest, bad)).catch((e: unknown) => e);
+      expect(exitCodeFor(err)).toBe(2);
+      expect(existsSync(join(dest, '_state', '_locks', 'run.json'))).toBe(false);
+    }
+    const err = await compactDestination(compactOpts(join(tmp.dir, 'no-such-export'))).catch((e: unknown) => e);
+    expect(exitCodeFor(err)).toBe(2);
+    expect(existsSync(join(tmp.dir, 'no-such-export'))).toBe(false);
+  });
+
+  it('--older-than, --schools and --tables choose what is merged', async () => {
+    const dest = join(tmp.dir, 'filtered');
+    expect((await exportOnce(sb, dest, { format: 'csv' })).failures).toEqual([]);
+    await night(dest, 'csv', 1);
+    await night(dest, 'csv', 2);
+    // every run is from today: nothing is older than a day
+    expect((await compactDestination(compactOpts(dest, { olderThanDays: 1 }))).filesWritten).toBe(0);
+    const [one] = ids();
+    const res = await compactDestination(compactOpts(dest, { schools: [one!], tables: ['achievements'] }));
+    expect(res.filesWritten).toBe(1);
+    const parts = perPartition(dest);
+    for (const [dir, files] of parts) {
+      const chosen = dir.startsWith('achievements/') && dir.endsWith(`school_id=${one}`);
+      if (chosen) expect(files.length).toBe(1);
+    }
+    expect([...parts.values()].some((f) => f.length > 1)).toBe(true);
+    // ten days on, everything is older than a week
+    const later = await compactDestination(compactOpts(dest, { olderThanDays: 7, now: () => new Date(Date.now() + 10 * 86_400_000) }));
+    expect(later.filesWritten).toBeGreaterThan(0);
+    for (const [dir, files] of perPartition(dest)) expect({ dir, files: files.length }).toEqual({ dir, files: 1 });
+    const db = join(tmp.dir, 'filtered.duckdb');
+    await warehouseLoad({ dest, into: `duckdb:${db}` });
+    await expectEqualsSandbox(db);
+  });
+});
