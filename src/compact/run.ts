@@ -20,6 +20,8 @@ export interface CompactCommandOptions {
   /** Table names `--tables` may name (the built-in resources' and the pipeline's). */
   knownTables: readonly string[];
   smallFileBytes?: number;
+  /** Compacted files per batch of manifest parts (default 500; tests stop between batches). */
+  batchFiles?: number;
   now?: () => Date;
   onProgress?: (e: CompactEvent) => void;
   step?: (step: CompactStep, detail: { paths: string[] }) => Promise<void> | void;
@@ -67,6 +69,7 @@ export async function compactDestination(o: CompactCommandOptions): Promise<Comp
         ...(o.schools?.length ? { schools: new Set(o.schools) } : {}),
         ...(o.tables?.length ? { tables: new Set(o.tables) } : {}),
         ...(o.smallFileBytes !== undefined ? { smallFileBytes: o.smallFileBytes } : {}),
+        ...(o.batchFiles !== undefined ? { batchFiles: o.batchFiles } : {}),
         ...(o.onProgress ? { onProgress: o.onProgress } : {}),
         ...(o.step ? { step: o.step } : {}),
       });

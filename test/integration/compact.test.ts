@@ -57,7 +57,7 @@ describe('compact (local destinations)', () => {
   const tmp = tempDir('compact-');
 
   beforeAll(async () => {
-    sb = await startSandbox({ seed: 31, schools: 3, achievementsPerSchool: 40 });
+    sb = await startSandbox({ seed: 31, schools: 2, achievementsPerSchool: 20 });
     const res = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
     const list = (await res.json()) as { data: { id: string; region: { code: string } }[] };
     schools = list.data.map((s) => ({ id: s.id, region: s.region.code }));
@@ -87,7 +87,7 @@ describe('compact (local destinations)', () => {
       if (n % 2 === 0) sb.control.remove(s, 'achievements', ach[n + 5]!);
       sb.control.add(s, 'achievements', 2);
     }
-    const r = await exportOnce(sb, dest, { ...formatConfig(fmt), per_page: 25 });
+    const r = await exportOnce(sb, dest, formatConfig(fmt));
     expect(r.failures).toEqual([]);
   }
 
@@ -103,7 +103,7 @@ describe('compact (local destinations)', () => {
       const behind = join(tmp.dir, `behind-${fmt}.duckdb`);
       const before = join(tmp.dir, `before-${fmt}.duckdb`);
       const after = join(tmp.dir, `after-${fmt}.duckdb`);
-      expect((await exportOnce(sb, dest, { ...formatConfig(fmt), per_page: 25 })).failures).toEqual([]);
+      expect((await exportOnce(sb, dest, formatConfig(fmt))).failures).toEqual([]);
       await night(dest, fmt, 1);
       // this warehouse is loaded up to night 1; nights 2 and 3 are pending across the compaction
       await warehouseLoad({ dest, into: `duckdb:${behind}` });
@@ -111,99 +111,105 @@ describe('compact (local destinations)', () => {
       await night(dest, fmt, 3);
       const many = [...perPartition(dest).values()].filter((f) => f.length > 1).length;
       expect(many).toBeGreaterThan(5);
+      const filesBefore = dataFiles(dest).length;
 
-      await warehouseLoad({ dest, into: `duckdb:${before}` });
+      // before: `warehouse load` (and for Parquet the static plan's DuckDB rendering) equal the sandbox
+      const load = (db: string) =>
+        fmt === 'parquet' ? runStaticScript(dest, db, builtinTables()) : warehouseLoad({ dest, into: `duckdb:${db}` });
+      await load(before);
       await expectEqualsSandbox(before);
-      if (fmt === 'parquet') {
-        await runStaticScript(dest, join(tmp.dir, 'static.duckdb'), builtinTables());
-        await expectEqualsSandbox(join(tmp.dir, 'static.duckdb'));
-      }
-      const bytesBefore = dataFiles(dest).length;
 
       const res = await compactDestination(compactOpts(dest));
       expect(res.problems).toBe(0);
       expect(res.filesMerged).toBeGreaterThan(res.filesWritten);
       expect(res.partitions).toBe(many);
+      expect(res.bytesAfter).toBeGreaterThan(0);
       for (const [dir, files] of perPartition(dest)) expect({ dir, files: files.length }).toEqual({ dir, files: 1 });
-      expect(dataFiles(dest).length).toBeLessThan(bytesBefore);
+      expect(dataFiles(dest).length).toBeLessThan(filesBefore);
       // its manifest: kind 'compaction', entries 'compacted' naming their sources
       const run = JSON.parse(readFileSync(join(dest, '_manifests', `${res.runId}.json`), 'utf8')) as RunManifest;
       expect(run).toMatchObject({ version: 2, kind: 'compaction', status: 'ok' });
       const part = JSON.parse(readFileSync(join(dest, run.parts[0]!.path), 'utf8')) as Manifest;
       expect(part.tasks.every((t) => t.status === 'compacted' && t.compaction!.sources.length > 1)).toBe(true);
 
-      // the warehouse loaded before stays equal (nothing new to apply), one loaded after from scratch equals it
-      const again = await warehouseLoad({ dest, into: `duckdb:${before}` });
-      expect(again.appliedTasks).toBe(0);
+      // after: the warehouse loaded before loads again and stays equal; one loaded from scratch equals it
+      await load(before);
       await expectEqualsSandbox(before);
-      await warehouseLoad({ dest, into: `duckdb:${after}` });
+      await load(after);
       await expectEqualsSandbox(after);
-      // the one behind applies nights 2 and 3 from the compacted files
+      // the load that was behind applies nights 2 and 3 from the compacted files
       const caughtUp = await warehouseLoad({ dest, into: `duckdb:${behind}` });
       expect(caughtUp.appliedRuns.length).toBe(2);
       await expectEqualsSandbox(behind);
-      if (fmt === 'parquet') {
-        await runStaticScript(dest, join(tmp.dir, 'static.duckdb'), builtinTables());
-        await expectEqualsSandbox(join(tmp.dir, 'static.duckdb'));
-        const fresh = join(tmp.dir, 'static-fresh.duckdb');
-        await runStaticScript(dest, fresh, builtinTables());
-        await expectEqualsSandbox(fresh);
-      }
 
-      // a second compaction has nothing to do; after one more night it merges the new file into the compacted one
-      expect((await compactDestination(compactOpts(dest))).filesWritten).toBe(0);
-      await night(dest, fmt, 4);
-      const next = await compactDestination(compactOpts(dest));
-      expect(next.filesWritten).toBeGreaterThan(0);
-      for (const [dir, files] of perPartition(dest)) expect({ dir, files: files.length }).toEqual({ dir, files: 1 });
-      await warehouseLoad({ dest, into: `duckdb:${behind}` });
-      await expectEqualsSandbox(behind);
-      const last = join(tmp.dir, `last-${fmt}.duckdb`);
-      await warehouseLoad({ dest, into: `duckdb:${last}` });
-      await expectEqualsSandbox(last);
+      if (fmt === 'csv' || fmt === 'parquet') {
+        // nothing more to do; after one more night the new file joins the compacted one
+        expect((await compactDestination(compactOpts(dest))).filesWritten).toBe(0);
+        await night(dest, fmt, 4);
+        const next = await compactDestination(compactOpts(dest));
+        expect(next.filesWritten).toBeGreaterThan(0);
+        for (const [dir, files] of perPartition(dest)) expect({ dir, files: files.length }).toEqual({ dir, files: 1 });
+        await warehouseLoad({ dest, into: `duckdb:${behind}` });
+        await expectEqualsSandbox(behind);
+      }
     });
   }
 
   for (const at of ['file-written', 'manifest-written'] as const) {
     it(`a compaction stopped after "${at}" leaves a destination that loads exactly, and a rerun completes it`, async () => {
+      const fmt: Fmt = at === 'file-written' ? 'parquet' : 'ndjson';
       const dest = join(tmp.dir, `crash-${at}`);
-      expect((await exportOnce(sb, dest, { format: 'parquet', per_page: 25 })).failures).toEqual([]);
-      await night(dest, 'parquet', 1);
+      expect((await exportOnce(sb, dest, formatConfig(fmt))).failures).toEqual([]);
+      await night(dest, fmt, 1);
       const behind = join(tmp.dir, `crash-behind-${at}.duckdb`);
       await warehouseLoad({ dest, into: `duckdb:${behind}` });
-      await night(dest, 'parquet', 2);
+      await night(dest, fmt, 2);
       const filesBefore = dataFiles(dest);
 
       let hits = 0;
       const step = (s: CompactStep): void => {
         if (s === at && ++hits === 3) throw new Error(`stopped at ${s}`);
       };
-      await expect(compactDestination(compactOpts(dest, { step }))).rejects.toThrow(`stopped at ${at}`);
+      // one compacted file per batch: the third batch stops after its file or after its manifest part
+      await expect(compactDestination(compactOpts(dest, { step, batchFiles: 1 }))).rejects.toThrow(`stopped at ${at}`);
       const files = dataFiles(dest);
-      if (at === 'file-written') {
-        // three merged files written, none listed: every input is still there
-        expect(files.length).toBe(filesBefore.length + 3);
-        for (const f of filesBefore) expect(files).toContain(f);
-      } else {
-        // the first batch's part is durable: its inputs are retired but not removed yet
-        for (const f of filesBefore) expect(files).toContain(f);
-        expect(readdirSync(join(dest, '_manifests')).some((m) => m.includes('-compact-') && !m.endsWith('.json'))).toBe(true);
-      }
+      const compacted = files.filter((f) => f.includes('-compact-'));
+      expect(compacted.length).toBe(3);
+      const manifests = readdirSync(join(dest, '_manifests'));
+      const runDir = manifests.find((m) => m.includes('-compact-') && !m.endsWith('.json'));
+      expect(manifests.some((m) => m.includes('-compact-') && m.endsWith('.json'))).toBe(false); // no run manifest
+      expect(runDir ? readdirSync(join(dest, '_manifests', runDir)).length : 0).toBe(at === 'file-written' ? 2 : 3);
+      // the stopped batch: its file is listed in no part (file-written), or listed with all its inputs still there
+      const parts = readdirSync(join(dest, '_manifests', runDir!)).map(
+        (p) => JSON.parse(readFileSync(join(dest, '_manifests', runDir!, p), 'utf8')) as Manifest,
+      );
+      const listed = parts.flatMap((p) => p.tasks);
+      expect(listed.length).toBe(at === 'file-written' ? 2 : 3);
+      const last = listed.find((t) => t.checkpoint?.seq === 3);
+      if (at === 'file-written') expect(last).toBeUndefined();
+      else for (const input of last!.compaction!.inputs) expect(files).toContain(input);
+      for (const t of listed.filter((x) => x !== last)) for (const input of t.compaction!.inputs) expect(files).not.toContain(input);
+      const removed = listed.filter((x) => x !== last).flatMap((t) => t.compaction!.inputs);
+      expect(files.length).toBe(filesBefore.length + 3 - removed.length);
       const mid = join(tmp.dir, `crash-mid-${at}.duckdb`);
       await warehouseLoad({ dest, into: `duckdb:${mid}` });
       await expectEqualsSandbox(mid);
+      if (fmt === 'parquet') {
+        await runStaticScript(dest, join(tmp.dir, `crash-static-${at}.duckdb`), builtinTables());
+        await expectEqualsSandbox(join(tmp.dir, `crash-static-${at}.duckdb`));
+      }
 
       const rerun = await compactDestination(compactOpts(dest));
       expect(rerun.problems).toBe(0);
       for (const [dir, f] of perPartition(dest)) expect({ dir, files: f.length }).toEqual({ dir, files: 1 });
-      if (at === 'manifest-written') expect(rerun.leftoversRemoved).toBeGreaterThan(0);
+      expect(rerun.leftoversRemoved).toBe(at === 'manifest-written' ? 3 : 0);
+      expect(dataFiles(dest).filter((f) => f.includes(rerun.runId)).length).toBe(rerun.filesWritten);
       await warehouseLoad({ dest, into: `duckdb:${behind}` });
       await expectEqualsSandbox(behind);
-      const fresh = join(tmp.dir, `crash-fresh-${at}.duckdb`);
-      await warehouseLoad({ dest, into: `duckdb:${fresh}` });
-      await expectEqualsSandbox(fresh);
-      await runStaticScript(dest, join(tmp.dir, `crash-static-${at}.duckdb`), builtinTables());
-      await expectEqualsSandbox(join(tmp.dir, `crash-static-${at}.duckdb`));
+      if (fmt === 'parquet') {
+        await runStaticScript(dest, join(tmp.dir, `crash-static-${at}.duckdb`), builtinTables());
+        await expectEqualsSandbox(join(tmp.dir, `crash-static-${at}.duckdb`));
+      }
     });
   }
 
