@@ -214,6 +214,35 @@ describe('compact (local destinations)', () => {
     });
   }
 
+  it('a compaction during a load: the load reads the manifests written since and stays exact', async () => {
+    const dest = join(tmp.dir, 'during-load');
+    expect((await exportOnce(sb, dest, { format: 'parquet' })).failures).toEqual([]);
+    await night(dest, 'parquet', 1);
+    await night(dest, 'parquet', 2);
+    const db = join(tmp.dir, 'during-load.duckdb');
+    const sink = await openSink(dest, { readOnly: true });
+    const progress: string[] = [];
+    let compacted: Awaited<ReturnType<typeof compactDestination>> | undefined;
+    try {
+      const { loadIntoDuckDb } = await import('../../src/warehouse/duckdb-load.ts');
+      await loadIntoDuckDb({
+        sink,
+        dbPath: db,
+        tables: builtinTables(),
+        onProgress: (m) => progress.push(m),
+        // the load has read the manifests and checked this batch's files: now they are compacted away
+        beforeStage: async () => {
+          compacted ??= await compactDestination(compactOpts(dest));
+        },
+      });
+    } finally {
+      await sink.close();
+    }
+    expect(compacted!.filesWritten).toBeGreaterThan(0);
+    expect(progress.some((m) => m.includes('removed meanwhile'))).toBe(true);
+    await expectEqualsSandbox(db);
+  });
+
   it('refuses while a run holds the lease (exit 2, one line), and bad input before any write', async () => {
     const dest = join(tmp.dir, 'leased');
     expect((await exportOnce(sb, dest, { format: 'ndjson' })).failures).toEqual([]);
