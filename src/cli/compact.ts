@@ -27,7 +27,13 @@ const list = (v: string | undefined): string[] | undefined =>
 
 const mb = (n: number): string => `${(n / 1e6).toFixed(n < 1e7 ? 2 : 0)} MB`;
 
-export async function compactCommandRun(a: CompactArgs, io = { err: process.stderr, out: process.stdout }): Promise<number> {
+/** Where the command writes: progress and the summary to `err`, the result as JSON to `out` when it is not a terminal. */
+export interface CompactIo {
+  err: { write(s: string): unknown };
+  out: { write(s: string): unknown; isTTY?: boolean };
+}
+
+export async function compactCommandRun(a: CompactArgs, io: CompactIo = { err: process.stderr, out: process.stdout }): Promise<number> {
   const [{ resolveRunConfig, readPipelineFile }, { selectResources, tableSchemas }, { compactDestination }] = await Promise.all([
     import('../config/resolve.ts'),
     import('../resources/index.ts'),

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { compactDestination, type CompactCommandOptions } from '../../src/compact/run.ts';
 import type { CompactStep } from '../../src/compact/compact.ts';
 import { exitCodeFor } from '../../src/cli/commands.ts';
+import { compactCommandRun } from '../../src/cli/compact.ts';
 import { ExportError } from '../../src/errors.ts';
 import { acquireLease } from '../../src/manifest/lease.ts';
 import type { Manifest, RunManifest } from '../../src/manifest/types.ts';
@@ -269,6 +270,17 @@ describe('compact (local destinations)', () => {
     const err = await compactDestination(compactOpts(join(tmp.dir, 'no-such-export'))).catch((e: unknown) => e);
     expect(exitCodeFor(err)).toBe(2);
     expect(existsSync(join(tmp.dir, 'no-such-export'))).toBe(false);
+
+    // the command: progress per school and one summary line on stderr, the result as JSON on stdout when piped
+    const err2: string[] = [];
+    const out: string[] = [];
+    const io = { err: { write: (s: string) => err2.push(s) }, out: { isTTY: false, write: (s: string) => out.push(s) } };
+    expect(await compactCommandRun({ dest }, io)).toBe(0);
+    const text = err2.join('');
+    expect(text).toMatch(/\[2\/2\] school A\d+: \d+ file\(s\) into \d+/);
+    expect(text).toMatch(/^compacted \d+ file\(s\) into \d+ in \d+ partition\(s\) of 2 school\(s\): [\d.]+ MB before, [\d.]+ MB after$/m);
+    expect(JSON.parse(out.join(''))).toMatchObject({ schools: 2, problems: 0 });
+    await expect(compactCommandRun({ dest, 'older-than': 'soon' }, io)).rejects.toThrow('--older-than soon: expected a number of days');
   });
 
   it('--older-than, --schools and --tables choose what is merged', async () => {
