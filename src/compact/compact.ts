@@ -73,6 +73,9 @@ export interface CompactResult {
 const MiB = 1024 * 1024;
 const DAY_MS = 24 * 3600_000;
 
+/** A checked local copy of an input (the file itself on a local destination). */
+type Held = Awaited<ReturnType<LocalFiles['get']>>;
+
 interface Merge {
   files: LiveFile[];
   kind: FileKind;
@@ -140,15 +143,21 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
       let written = 0;
       const partitions = new Set<string>();
       for (const group of bySchool.get(school)!) {
-        for (const m of await planMerges(group, files, duck.conn, skip, o.targetFileBytes ?? 256 * MiB)) {
-          const entry = await writeMerge(o, m, files, duck.conn, writer.nextSeq(), skip);
-          if (!entry) continue;
-          await writer.add(entry, m.files[0]!.personalData);
-          merged += m.files.length;
-          written++;
-          partitions.add(partitionDir(m.files[0]!));
-          result.bytesBefore += m.files.reduce((n, f) => n + f.bytes, 0);
-          result.bytesAfter += entry.files[0]!.bytes;
+        // each input is fetched (an S3 copy) and checked once, for its shape and its merge
+        const held = new Map<string, Held>();
+        try {
+          for (const m of await planMerges(group, files, held, duck.conn, skip, o.targetFileBytes ?? 256 * MiB)) {
+            const entry = await writeMerge(o, m, held, duck.conn, writer.nextSeq(), skip);
+            if (!entry) continue;
+            await writer.add(entry, m.files[0]!.personalData);
+            merged += m.files.length;
+            written++;
+            partitions.add(partitionDir(m.files[0]!));
+            result.bytesBefore += m.files.reduce((n, f) => n + f.bytes, 0);
+            result.bytesAfter += entry.files[0]!.bytes;
+          }
+        } finally {
+          await Promise.all([...held.values()].map((h) => h.release()));
         }
       }
       if (written) result.schools++;
@@ -179,6 +188,7 @@ export async function compact(o: CompactOptions): Promise<CompactResult> {
 async function planMerges(
   group: LiveFile[],
   files: LocalFiles,
+  held: Map<string, Held>,
   conn: () => Promise<DuckDBConnection>,
   skip: (path: string, reason: string, problem: boolean) => void,
   target: number,
@@ -192,13 +202,12 @@ async function planMerges(
       return undefined;
     });
     if (!local) continue;
+    held.set(f.path, local);
     try {
       shape = await shapeOf(local.path, kind, conn);
     } catch (e) {
       skip(f.path, `cannot be read: ${oneLine(e)}`, true);
       continue;
-    } finally {
-      await local.release();
     }
     if (shape === undefined) {
       skip(f.path, 'a column type the writers do not write: left as it is', false);
@@ -229,7 +238,7 @@ async function planMerges(
 async function writeMerge(
   o: CompactOptions,
   m: Merge,
-  files: LocalFiles,
+  held: ReadonlyMap<string, Held>,
   conn: () => Promise<DuckDBConnection>,
   seq: number,
   skip: (path: string, reason: string, problem: boolean) => void,
@@ -238,14 +247,7 @@ async function writeMerge(
   const path = `${partitionDir(first)}/${o.runId}-${String(seq).padStart(4, '0')}.${m.kind}`;
   const sources = m.files.flatMap((f) => f.sources);
   const rows = sources.reduce((n, s) => n + s.rows, 0);
-  const locals: { path: string; release(): Promise<void> }[] = [];
-  try {
-    for (const f of m.files) locals.push(await files.get(f));
-  } catch (e) {
-    await Promise.all(locals.map((l) => l.release()));
-    skip(first.path, oneLine(e), true);
-    return undefined;
-  }
+  const locals = m.files.map((f) => held.get(f.path)!);
   const out = await o.sink.openFile(path);
   try {
     const counted = await mergeFiles(
@@ -276,13 +278,11 @@ async function writeMerge(
     };
   } catch (e) {
     await out.abort();
-    if (e instanceof ExportError && e.code === 'E_STATE') {
+    if (e instanceof ExportError && (e.code === 'E_STATE' || e.code === 'E_DATA')) {
       skip(first.path, e.message, true);
       return undefined;
     }
     throw e;
-  } finally {
-    await Promise.all(locals.map((l) => l.release()));
   }
 }
 
