@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compactDestination, type CompactCommandOptions } from '../../src/compact/run.ts';
@@ -280,6 +280,23 @@ describe('compact (local destinations)', () => {
     expect(text).toMatch(/^compacted \d+ file\(s\) into \d+ in \d+ partition\(s\) of 2 school\(s\): [\d.]+ MB before, [\d.]+ MB after$/m);
     expect(JSON.parse(out.join(''))).toMatchObject({ schools: 2, problems: 0 });
     await expect(compactCommandRun({ dest, 'older-than': 'soon' }, io)).rejects.toThrow('--older-than soon: expected a number of days');
+  });
+
+  it('a file that changed after its run committed is left as it is, named, and the exit status is 1', async () => {
+    const dest = join(tmp.dir, 'tampered');
+    expect((await exportOnce(sb, dest, { format: 'ndjson' })).failures).toEqual([]);
+    await night(dest, 'ndjson', 1);
+    const victim = dataFiles(dest).find((f) => f.startsWith('achievements/'))!;
+    appendFileSync(join(dest, victim), '{"id":"A999"}\n');
+    const err: string[] = [];
+    const io = { err: { write: (x: string) => err.push(x) }, out: { isTTY: true, write: () => true } };
+    expect(await compactCommandRun({ dest }, io)).toBe(1);
+    expect(err.join('')).toContain(`left as it is: ${victim}: ${victim} does not match the checksum its manifest recorded`);
+    expect(err.join('')).toMatch(/; 1 file\(s\) could not be compacted/);
+    expect(existsSync(join(dest, victim))).toBe(true);
+    const dir = victim.slice(0, victim.lastIndexOf('/'));
+    expect(perPartition(dest).get(dir)!.length).toBeGreaterThan(1);
+    expect([...perPartition(dest)].filter(([d]) => d !== dir).every(([, f]) => f.length === 1)).toBe(true);
   });
 
   it('--older-than, --schools and --tables choose what is merged', async () => {
