@@ -72,6 +72,12 @@ const COMMANDS: { name: string; usage: string; describe: string; load: () => Pro
     describe: 'load exports into DuckDB, or render BigQuery / Snowflake load SQL',
     load: async () => cmd((await import('./warehouse.ts')).warehouseCommand),
   },
+  {
+    name: 'compact',
+    usage: 'compact [pipeline]',
+    describe: "merge each partition's small files into one, under the destination's lease (docs/compaction.md)",
+    load: async () => cmd((await import('./compact.ts')).compactCommand),
+  },
 ];
 
 /**

@@ -23,7 +23,9 @@ const ALLOWED: Record<string, string[]> = {
     'status',
     'warehouse',
     'webhooks',
+    'compact',
   ],
+  compact: ['format', 'manifest', 'pipeline', 'sink', 'warehouse'],
   config: ['format', 'privacy', 'resources'],
   pipeline: [
     'config',
