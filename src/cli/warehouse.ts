@@ -13,6 +13,7 @@ interface WarehouseArgs {
   dialect?: DialectName;
   dataset?: string;
   'require-pseudonymised'?: boolean;
+  supersede?: string[];
   'snowflake-stage'?: string;
   'snowflake-integration'?: string;
   'source-name'?: string;
@@ -60,6 +61,12 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
         builder: (yy: Argv) =>
           common(yy)
             .option('into', { type: 'string', demandOption: true, describe: 'duckdb:PATH' })
+            .option('supersede', {
+              type: 'string',
+              array: true,
+              describe:
+                "RUN/SCHOOL/TABLE (repeatable, or comma-separated): leave that pending task's TABLE files out for good, once a later full read of the school exists (docs/warehouse.md)",
+            })
             .option('s3-endpoint', { type: 'string', describe: 'S3-compatible endpoint URL' })
             .option('s3-region', { type: 'string' }),
         handler: async (a) => {
@@ -70,6 +77,7 @@ export const warehouseCommand: CommandModule<object, WarehouseArgs> = {
             s3: s3(args),
             tables: tablesFor(args.pipeline),
             requirePseudonymised: args['require-pseudonymised'] ?? false,
+            ...(args.supersede ? { supersede: args.supersede.map(String) } : {}),
             onProgress: (msg) => process.stderr.write(msg + '\n'),
           });
           process.stderr.write(

@@ -7,10 +7,11 @@ import { renderDbtSources, type DbtOptions } from './dbt.ts';
 import type { LoadResult } from './duckdb-load.ts';
 import { listDocs, parseDoc } from '../manifest/layout.ts';
 import { renderSql, type RenderOptions } from './render.ts';
+import { parseSupersede } from './supersede.ts';
 
 /**
  * What `school-export warehouse load|sql|dbt` do, for the CLI to call after parsing flags:
- *   warehouse load --dest DIR|s3://... --into duckdb:PATH [--s3-endpoint URL] [--require-pseudonymised]
+ *   warehouse load --dest DIR|s3://... --into duckdb:PATH [--s3-endpoint URL] [--require-pseudonymised] [--supersede RUN/SCHOOL/TABLE ...]
  *   warehouse sql --dialect bigquery|snowflake|duckdb --dest gs://...|s3://...|DIR [--dataset NAME] [--require-pseudonymised]
  *   warehouse manifests --dest DIR|s3://...   (rewrites manifests of older versions on one line)
  *   warehouse dbt --dialect bigquery|snowflake|duckdb [--dataset NAME] [--source-name NAME] [--freshness-hours N]
@@ -28,17 +29,26 @@ export async function warehouseLoad(opts: {
   s3?: S3SinkOptions;
   tables?: TableSchema[];
   requirePseudonymised?: boolean;
+  /** RUN/SCHOOL/TABLE (each may list several, comma-separated): tasks to supersede (supersede.ts). */
+  supersede?: string[];
   onProgress?: (msg: string) => void;
 }): Promise<LoadResult> {
   const m = /^duckdb:(.+)$/.exec(opts.into);
   if (!m) throw new ConfigError(`--into ${opts.into}: write it as duckdb:PATH (the DuckDB database file to create or update)`);
+  const tables = opts.tables ?? builtinTables();
+  // checked before the export or the database is opened
+  const supersede = parseSupersede(
+    opts.supersede ?? [],
+    tables.map((t) => t.name),
+  );
   const sink = await openExisting(opts.dest, opts.s3);
   try {
     const { loadIntoDuckDb } = await import('./duckdb-load.ts');
     return await loadIntoDuckDb({
       sink,
       dbPath: m[1],
-      tables: opts.tables ?? builtinTables(),
+      tables,
+      ...(supersede.length ? { supersede } : {}),
       ...(opts.requirePseudonymised ? { requirePseudonymised: true } : {}),
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
     });

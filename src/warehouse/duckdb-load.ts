@@ -33,6 +33,7 @@ import {
   LEGACY_RUNS_TABLE,
   MANIFESTS_TABLE,
   PURGE_RESOURCE,
+  SUPERSEDED_TABLE,
   TASKS_TABLE,
   TOUCHED_TABLE,
   rawName,
@@ -40,6 +41,7 @@ import {
   type TablePlan,
 } from './plan.ts';
 import { duckdbSql } from './render-duckdb.ts';
+import { fullRefreshHint, noLaterFullRead, supersededPending, type SupersededTask } from './supersede.ts';
 
 export interface LoadOptions {
   /** The export destination (a Sink: local or S3). */
@@ -51,6 +53,12 @@ export interface LoadOptions {
   verifyChecksums?: boolean;
   /** Keep every staged row version instead of compacting _raw_ tables after the merge (default false). */
   keepHistory?: boolean;
+  /**
+   * Pending tasks' files of one table to leave out for good (`--supersede RUN/SCHOOL/TABLE`),
+   * each justified by a later full read of the school's resource (supersede.ts), else nothing is
+   * loaded (exit 2). Recorded in _school_export_superseded: later loads leave them out too.
+   */
+  supersede?: SupersededTask[];
   /** Refuse to load anything when a pending task's manifest does not record person ids as pseudonymised. */
   requirePseudonymised?: boolean;
   /** Files read by one staging statement (default 200: DuckDB holds every file's reader state at once). */
@@ -187,6 +195,7 @@ class Load {
     );
     if (await this.exists(LEGACY_RUNS_TABLE)) await this.migrateLegacy();
     await this.computePending();
+    await this.supersede();
     if (this.opts.requirePseudonymised) await this.refuseUnpseudonymised();
 
     const appliedRuns: string[] = [];
@@ -331,6 +340,69 @@ class Load {
       `CREATE OR REPLACE TEMP TABLE ${ALL.pendingFiles} AS SELECT * FROM ${d.temp(T.pendingFiles)}`,
       `CREATE OR REPLACE TEMP TABLE ${ALL.pendingPurges} AS SELECT * FROM ${d.temp(T.pendingPurges)}`,
     ]);
+  }
+
+  /**
+   * Records the --supersede requests (all checked first: a task of a pending run that wrote the
+   * table, a later full read of its school's resource), then refuses rows of SUPERSEDED_TABLE
+   * that no later full read justifies (a user's INSERT), before anything is applied.
+   */
+  private async supersede(): Promise<void> {
+    const tables = { tasks: d.temp(T.tasks), files: d.temp(T.files), pending: ALL.pending };
+    const key = (r: Record<string, unknown>): string => `${String(r.run_id)}/${String(r.school_id)}/${String(r.table_name)}`;
+    const requests = this.opts.supersede ?? [];
+    if (requests.length > 0) {
+      await this.exec('CREATE OR REPLACE TEMP TABLE _se_supersede (run_id VARCHAR, school_id VARCHAR, table_name VARCHAR)');
+      const a = await this.conn.createAppender('_se_supersede');
+      for (const r of requests) {
+        a.appendVarchar(r.runId);
+        a.appendVarchar(r.schoolId);
+        a.appendVarchar(r.table);
+        a.endRow();
+      }
+      a.closeSync();
+      const recorded = new Set((await this.rows(`SELECT run_id, school_id, table_name FROM ${d.table(SUPERSEDED_TABLE)}`)).map(key));
+      const found = new Map((await this.rows(supersededPending(d, tables, '_se_supersede'))).map((r) => [key(r), r]));
+      const fresh: SupersededTask[] = [];
+      for (const r of requests) {
+        const id = `${r.runId}/${r.schoolId}/${r.table}`;
+        if (recorded.has(id)) {
+          this.progress(`${id} is superseded already (${SUPERSEDED_TABLE})`);
+          continue;
+        }
+        const f = found.get(id);
+        if (!f)
+          throw new ConfigError(
+            `--supersede ${id}: no pending task of run ${r.runId} at school ${r.schoolId} wrote ${r.table} (loaded already, or in no manifest): nothing to supersede`,
+            'E_USAGE',
+          );
+        if (f.by_run === null) throw new ConfigError(noLaterFullRead(r, String(f.resource)), 'E_USAGE');
+        fresh.push(r);
+      }
+      if (fresh.length > 0) {
+        await this.transaction(() =>
+          this.exec(
+            `INSERT INTO ${d.table(SUPERSEDED_TABLE)} (run_id, school_id, table_name, superseded_at, superseded_by) ` +
+              `SELECT run_id, school_id, table_name, now(), by_run FROM (${supersededPending(d, tables, '_se_supersede')}) AS s ` +
+              `WHERE NOT EXISTS (SELECT 1 FROM ${d.table(SUPERSEDED_TABLE)} AS x WHERE x.run_id = s.run_id AND x.school_id = s.school_id AND x.table_name = s.table_name)`,
+          ),
+        );
+        for (const r of fresh) {
+          const f = found.get(`${r.runId}/${r.schoolId}/${r.table}`)!;
+          this.progress(
+            `superseded ${r.runId}/${r.schoolId}/${r.table}: its ${r.table} files are not loaded (full read in run ${String(f.by_run)})`,
+          );
+        }
+        await this.computePending();
+      }
+    }
+    const [bad] = await this.rows(
+      `SELECT * FROM (${supersededPending(d, tables, d.table(SUPERSEDED_TABLE))}) AS s WHERE by_run IS NULL ORDER BY run_id, school_id, table_name LIMIT 1`,
+    );
+    if (bad) {
+      const task = { runId: String(bad.run_id), schoolId: String(bad.school_id), table: String(bad.table_name) };
+      throw new ConfigError(`${noLaterFullRead(task, String(bad.resource))} (a row of ${SUPERSEDED_TABLE} names it); nothing was loaded`);
+    }
   }
 
   private async refuseUnpseudonymised(): Promise<void> {
@@ -543,7 +615,8 @@ class Load {
       'E_STATE',
       `run ${run}, school ${school}, table ${t.name}: ${path} cannot be loaded (${oneLine(why).slice(0, 400)}); ` +
         `the runs before ${run} are loaded, this run and later ones are not: restore the file as run ${run} wrote it ` +
-        `(its manifest records its sha256 and rows; task ${resource}) and load again`,
+        `(its manifest records its sha256 and rows; task ${resource}) and load again, or ${fullRefreshHint(school, resource).replace(/ first$/, '')}, ` +
+        `then load with --supersede ${run}/${school}/${t.name}`,
       { cause },
     );
   }

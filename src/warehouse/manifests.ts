@@ -48,7 +48,7 @@ export class ManifestTables {
       [T.docs, `manifest ${v}, legacy_key ${v}`],
       [
         T.tasks,
-        `manifest ${v}, run_id ${v}, pseudonymised INTEGER, school_id ${v}, resource ${v}, status ${v}, mode ${v}, seq BIGINT, piece_final INTEGER, snapshot ${v}`,
+        `manifest ${v}, run_id ${v}, pseudonymised INTEGER, school_id ${v}, resource ${v}, status ${v}, mode ${v}, seq BIGINT, piece_final INTEGER, snapshot ${v}, since ${v}`,
       ],
       [T.files, `${id}, table_name ${v}, path ${v}, row_count BIGINT, sha256 ${v}, bytes BIGINT, max_line_bytes BIGINT`],
       [T.purges, `run_id ${v}, school_id ${v}, manifest ${v}`],
@@ -115,6 +115,8 @@ export class ManifestTables {
         seq,
         final && status === 'committed' ? 1 : 0,
         t.checkpoint?.snapshot ?? runId,
+        // an unchanged read's content is in the files of this run (a later full read, for supersede.ts)
+        typeof t.unchanged_since === 'string' ? t.unchanged_since : null,
       ]);
       for (const f of t.files ?? [])
         await this.row(T.files, [...key, f.table, f.path, f.rows, f.sha256, size(f.bytes), size(f.max_line_bytes)]);

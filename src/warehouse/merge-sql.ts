@@ -1,5 +1,15 @@
 import type { SqlDialect } from './sql-dialect.ts';
-import { GUARDED_TABLE, MASKED_TABLE, SNAPSHOTS_TABLE, TASKS_TABLE, TOUCHED_TABLE, rawName, type Plan, type TablePlan } from './plan.ts';
+import {
+  GUARDED_TABLE,
+  MASKED_TABLE,
+  SNAPSHOTS_TABLE,
+  SUPERSEDED_TABLE,
+  TASKS_TABLE,
+  TOUCHED_TABLE,
+  rawName,
+  type Plan,
+  type TablePlan,
+} from './plan.ts';
 
 /**
  * DDL, MERGE and bookkeeping text shared by every dialect. The merge recomputes each key's
@@ -28,6 +38,10 @@ export function bookkeepingDdl(d: SqlDialect): string[] {
       `${c('table_name')} ${s} NOT NULL, ${c('column_name')} ${s} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS ${d.table(GUARDED_TABLE)} (${c('table_name')} ${s} NOT NULL, ${c('column_name')} ${s} NOT NULL)`,
     `CREATE TABLE IF NOT EXISTS ${d.table(TOUCHED_TABLE)} (${c('school_id')} ${s} NOT NULL, ${c('table_name')} ${s} NOT NULL)`,
+    // Pending tasks' files of one table never loaded: a later full read replaced them
+    // (supersede.ts). superseded_by: that read's run (NULL when a user's INSERT leaves it out).
+    `CREATE TABLE IF NOT EXISTS ${d.table(SUPERSEDED_TABLE)} (${c('run_id')} ${s} NOT NULL, ${c('school_id')} ${s} NOT NULL, ` +
+      `${c('table_name')} ${s} NOT NULL, ${c('superseded_at')} ${ts}, ${c('superseded_by')} ${s})`,
   ];
 }
 

@@ -5,6 +5,7 @@ import {
   MASKED_TABLE,
   PURGE_RESOURCE,
   SNAPSHOTS_TABLE,
+  SUPERSEDED_TABLE,
   TASKS_TABLE,
   TOUCHED_TABLE,
   rawName,
@@ -12,6 +13,7 @@ import {
   type TablePlan,
 } from './plan.ts';
 import type { SqlDialect } from './sql-dialect.ts';
+import { notSuperseded, supersededPending } from './supersede.ts';
 
 /**
  * The static load script every dialect runs, rendered once and run after every export: the
@@ -26,7 +28,8 @@ import type { SqlDialect } from './sql-dialect.ts';
  * reads only the manifests it has not read to the end), one run at a time.
  *
  * The manifest tables (one load's temporary tables): `tasks` (every entry: run, school,
- * resource, seq, status, mode, piece_final, snapshot, manifest, pseudonymised), `files` (each
+ * resource, seq, status, mode, piece_final, snapshot, since (an unchanged read's unchanged_since),
+ * manifest, pseudonymised), `files` (each
  * entry's files: table, path, rows, sha256), `purges`, `masked` and `guarded` (an entry's
  * scope_masked and scope_guarded columns), `sources` (what each compacted file holds: the
  * source file, its run and seq and rows), `known` (the plan's tables).
@@ -98,7 +101,7 @@ export function manifestStatements({ plan, d }: NightlyParts, docs: string): str
         `COALESCE(${j.int(task.value, ['checkpoint', 'seq'])}, 0) AS ${c('seq')}, ` +
         `CASE WHEN ${j.str(task.value, ['checkpoint', 'final'])} = 'false' OR ${j.str(task.value, ['status'])} <> 'committed' THEN 0 ELSE 1 END AS ${c('piece_final')}, ` +
         `COALESCE(${j.str(task.value, ['checkpoint', 'snapshot'])}, ${j.str('d.doc', ['run_id'])}) AS ${c('snapshot')}, ` +
-        `${task.value} AS ${c('task')} FROM ${d.temp(T.docs)} AS d${task.from}`,
+        `${j.str(task.value, ['unchanged_since'])} AS ${c('since')}, ${task.value} AS ${c('task')} FROM ${d.temp(T.docs)} AS d${task.from}`,
     ),
     d.createTemp(
       T.files,
@@ -137,7 +140,7 @@ export function pendingStatements({ plan, d }: NightlyParts): string[] {
   // sources of compacted files that belong to pending tasks
   const pendingSources =
     `SELECT DISTINCT m2.${c('source_path')}, m2.${c('path')} FROM ${d.temp(T.moved)} AS m2 JOIN ${d.temp(T.files)} AS f ON f.${c('path')} = m2.${c('source_path')} ` +
-    `JOIN ${d.temp(T.pending)} AS t ON ${sameTask('f', 't')}`;
+    `JOIN ${d.temp(T.pending)} AS t ON ${sameTask('f', 't')} WHERE ${notSuperseded(d, `f.${c('run_id')}`, `f.${c('school_id')}`, `f.${c('table_name')}`)}`;
   return [
     d.createTemp(T.known, plan.tables.map((tb) => `SELECT ${d.str(tb.name)} AS ${c('table_name')}`).join(' UNION ALL ')),
     // Where each source file's rows are now: the latest compaction that lists it.
@@ -164,6 +167,8 @@ export function pendingStatements({ plan, d }: NightlyParts): string[] {
         `FROM ${d.temp(T.files)} AS f JOIN ${d.temp(T.pending)} AS t ON ${sameTask('f', 't')} ` +
         `JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = f.${c('table_name')} ` +
         `WHERE NOT EXISTS (SELECT 1 FROM ${d.temp(T.moved)} AS mv WHERE mv.${c('source_path')} = f.${c('path')}) ` +
+        // a superseded task's files of that table are left out (supersede.ts)
+        `AND ${notSuperseded(d, `f.${c('run_id')}`, `f.${c('school_id')}`, `f.${c('table_name')}`)} ` +
         `UNION ALL SELECT mv.${c('table_name')}, mv.${c('path')}, mv.${c('sha256')}, SUM(mv.${c('row_count')}), mv.${c('run_id')}, mv.${c('school_id')}, ` +
         `MAX(CASE WHEN ps.${c('source_path')} IS NULL THEN 0 ELSE 1 END) FROM ${d.temp(T.moved)} AS mv ` +
         `JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = mv.${c('table_name')} ` +
@@ -197,6 +202,16 @@ export function checkStatements({ d, requirePseudonymised }: NightlyParts): stri
       'school-export: a pending task wrote files that are not Parquet; export with --format parquet (or load with warehouse load)',
     ),
   ];
+  // A superseded task with no later full read of its school's resource: superseding it would lose data.
+  const unjustified = `SELECT * FROM (${supersededPending(d, { tasks: d.temp(T.tasks), files: d.temp(T.files), pending: d.temp(T.pending) }, d.table(SUPERSEDED_TABLE))}) AS sp WHERE sp.${c('by_run')} IS NULL`;
+  out.push(
+    d.failIf(
+      unjustified,
+      `'school-export: ' || ${c('run_id')} || '/' || ${c('school_id')} || '/' || ${c('table_name')} || ' (${SUPERSEDED_TABLE}): no later full read of ' || ` +
+        `${c('table_name')} || ' at ' || ${c('school_id')} || ': run school-export run --full-refresh --schools ' || ${c('school_id')} || ' --resources ' || ${c('resource')} || ' first; nothing was loaded'`,
+      `school-export: a row of ${SUPERSEDED_TABLE} names a task with no later full read of its table at its school: run school-export run --full-refresh for that school and resource first; nothing was loaded`,
+    ),
+  );
   if (requirePseudonymised) {
     out.push(
       d.failIf(
@@ -282,9 +297,10 @@ export function recordStatements({ plan, d }: NightlyParts, stage: (t: TablePlan
   const snapshotTables =
     `SELECT p.${c('snapshot')} AS ${c('run_id')}, p.${c('school_id')}, k.${c('table_name')} FROM ${d.temp(T.pending)} AS p ` +
     `JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = p.${c('resource')} WHERE p.${c('mode')} = 'full' AND p.${c('piece_final')} = 1 ` +
+    `AND ${notSuperseded(d, `p.${c('run_id')}`, `p.${c('school_id')}`, `k.${c('table_name')}`)} ` +
     `UNION ALL SELECT p.${c('snapshot')}, p.${c('school_id')}, f.${c('table_name')} FROM ${d.temp(T.pending)} AS p ` +
     `JOIN ${d.temp(T.files)} AS f ON ${sameTask('f', 'p')} JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = f.${c('table_name')} ` +
-    `WHERE p.${c('mode')} = 'full' AND p.${c('piece_final')} = 1`;
+    `WHERE p.${c('mode')} = 'full' AND p.${c('piece_final')} = 1 AND ${notSuperseded(d, `p.${c('run_id')}`, `p.${c('school_id')}`, `f.${c('table_name')}`)}`;
   return [
     ...purgeStatements(plan, d, `SELECT ${c('run_id')}, ${c('school_id')} FROM ${d.temp(T.pendingPurges)}`),
     `INSERT INTO ${d.table(SNAPSHOTS_TABLE)} (${c('run_id')}, ${c('school_id')}, ${c('table_name')}) ` +

@@ -50,6 +50,12 @@ export const MASKED_TABLE = '_school_export_masked';
 export const GUARDED_TABLE = '_school_export_guarded';
 /** (school, table) with rows, snapshots or deletions applied since the last merge: what the merge recomputes. */
 export const TOUCHED_TABLE = '_school_export_touched';
+/**
+ * (run, school, table) of pending tasks whose files of that table are never loaded, because a
+ * later full read of the school's resource replaced them (supersede.ts): `warehouse load
+ * --supersede` records them, a user INSERTs them for the static scripts.
+ */
+export const SUPERSEDED_TABLE = '_school_export_superseded';
 /** Manifest documents `warehouse load` has read to the end (it skips them next time). */
 export const MANIFESTS_TABLE = '_school_export_manifests';
 /** What loaders before task keys recorded (run ids or part keys); `warehouse load` migrates it. */
