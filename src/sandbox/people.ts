@@ -5,7 +5,8 @@ import { dt, type Micros } from './time.ts';
 export const STUDENTS_PER_SCHOOL = 200;
 export const EMPLOYEES_PER_SCHOOL = 40;
 
-const FORENAMES = [
+/** Forenames with the accents, scripts and punctuation a school's people have (the wide shape uses them too). */
+export const FORENAMES = [
   'Zoë',
   'José',
   '陈',

@@ -9,6 +9,7 @@
  * value is a pure function of (seed, school, resource, row, field), like the standard shape's.
  */
 import { pick, rnd } from './hash.ts';
+import { FORENAMES } from './people.ts';
 import { dt, wallDt, type DateTimeObject, type Micros } from './time.ts';
 
 export type DataShape = 'standard' | 'wide';
@@ -108,22 +109,6 @@ export function wideText(h: number, h2: number): string {
 }
 
 const CLASSES = ['7A/Ma1', '8B/En2', '9C/Sc1', '10D/PE', 'Year 11 "Set 1"', '12, Further Maths', '13\tHistory', '理科 9X', 'Art 🎨 8Y'];
-const FORENAMES = [
-  'Zoë',
-  'José',
-  '陈',
-  'Siobhán',
-  'Łukasz',
-  'Aïsha',
-  'Nguyễn',
-  "D'Arcy",
-  'Ólafur',
-  'Thandiwe',
-  'Mia',
-  'Noah',
-  'Renée',
-  '🦄 Unicorn',
-];
 const MIDDLE = ['Mary', 'Jean-Luc', '美玲', 'Anne Marie', 'Kwame', 'Ðorđe', 'Ó'];
 const SURNAMES = ['Smith', "O'Brien", 'Müller', '王', 'García-López', 'van der Berg', 'Dlamini', 'Ng', 'Smith, Jr.', 'Đặng', '"Quoted"'];
 const TITLES = ['Mr', 'Mrs', 'Ms', 'Dr', 'Mx'];
