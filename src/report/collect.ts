@@ -2,7 +2,7 @@ import pLimit from 'p-limit';
 import { listRuns, readRun, type RunDocs } from '../manifest/layout.ts';
 import type { Manifest, PersonalDataRecord } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
-import { collectStatus, type StatusReport, type TaskStatus } from '../status/collect.ts';
+import { collectStatus, readJson, type StatusReport, type TaskStatus } from '../status/collect.ts';
 
 /**
  * What `school-export report` draws, read from the destination only (manifests, state, the
@@ -87,16 +87,6 @@ export async function collectReport(sink: Sink, o: { runs: number; now?: Date })
     policy: await policyOf(sink, latest, problems),
     problems,
   };
-}
-
-async function readJson<T>(sink: Sink, path: string, problems: string[]): Promise<T | undefined> {
-  try {
-    const buf = await sink.read(path);
-    return buf ? (JSON.parse(buf.toString('utf8')) as T) : undefined;
-  } catch (e) {
-    problems.push(`${path}: unreadable (${(e as Error).message})`);
-    return undefined;
-  }
 }
 
 /** A finished run as one manifest (src/manifest/layout.ts reads it, whichever layout wrote it). */

@@ -84,7 +84,8 @@ const secondsBetween = (later: Date, iso: string | null | undefined): number | n
   return Number.isNaN(t) ? null : Math.max(0, Math.round((later.getTime() - t) / 1000));
 };
 
-async function readJson<T>(sink: Sink, path: string, problems: string[]): Promise<T | undefined> {
+/** A JSON file of the destination; unreadable is a problem to report, not a failure of the whole view. */
+export async function readJson<T>(sink: Sink, path: string, problems: string[]): Promise<T | undefined> {
   try {
     const buf = await sink.read(path);
     return buf ? (JSON.parse(buf.toString('utf8')) as T) : undefined;
