@@ -73,4 +73,37 @@ describe('scope-masked columns in the warehouse', () => {
       );
     }
   });
+
+  it('with detection switched off (no scope_masked, no scope_guarded in any manifest) a declared guarded column still keeps its values', async () => {
+    const blind = join(tmp.dir, 'blind');
+    const cfg = (extra = {}) => sandboxConfig(sb, blind, { format: 'parquet', resources: ['achievements'], ...extra });
+    const forget = (runId: string) =>
+      rewriteRunEntries(blind, runId, (t) => {
+        delete t.scope_masked;
+        delete t.scope_guarded;
+      });
+    const first = await runExport(cfg(), { token: sb.tokens.full });
+    expect(first.failures).toEqual([]);
+    forget(first.runId);
+    const second = await runExport(cfg({ full_refresh: true }), { token: sb.tokens.limited });
+    expect(second.failures).toEqual([]);
+    forget(second.runId);
+
+    const upstream = new Map<string, unknown>();
+    for (const school of ['A1001', 'A1002'])
+      for (const r of sb.control.records(school, 'achievements') as { id: string; comment: unknown }[])
+        upstream.set(`${school}/${r.id}`, r.comment);
+    // the limited token's read wrote nulls for every comment: the guard, not the files, keeps them
+    expect([...upstream.values()].filter((c) => c !== null).length).toBeGreaterThan(10);
+    const viaScript = join(tmp.dir, 'blind-script.duckdb');
+    const viaLoad = join(tmp.dir, 'blind-load.duckdb');
+    await runStaticScript(blind, viaScript, builtinTables());
+    await warehouseLoad({ dest: blind, into: `duckdb:${viaLoad}` });
+    for (const db of [viaScript, viaLoad]) {
+      const got = new Map(
+        ((await currentTables(db)).get('achievements') ?? []).map((r) => [`${String(r._school_id)}/${String(r.id)}`, r.comment]),
+      );
+      expect(got).toEqual(upstream);
+    }
+  });
 });
