@@ -24,6 +24,16 @@ export function settingHelp(key: PipelineKey, what: string, def?: string | numbe
  * An integer flag. Declared without a yargs type so that a value that is not a number reaches
  * validation as typed ("--per-page abc: expected an integer from 1 to 100000") instead of NaN.
  */
+/** A comma-separated flag value as its trimmed, non-empty items (undefined when the flag is absent). */
+export function commaList(v: string | undefined): string[] | undefined {
+  return v === undefined
+    ? undefined
+    : v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+}
+
 export function integerOption(describe: string): Options {
   return { requiresArg: true, describe: `${describe} [integer]` };
 }

@@ -1,6 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ConfigError } from '../errors.ts';
-import { integerOption, optionalIntegerFlag, settingHelp } from './common.ts';
+import { commaList, integerOption, optionalIntegerFlag, settingHelp } from './common.ts';
 
 /** `school-export compact`: merges small files per partition (docs/compaction.md). Arguments and output only. */
 interface CompactArgs {
@@ -16,14 +16,6 @@ interface CompactArgs {
   's3-sse'?: 'AES256' | 'aws:kms';
   's3-sse-kms-key-id'?: string;
 }
-
-const list = (v: string | undefined): string[] | undefined =>
-  v === undefined
-    ? undefined
-    : v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
 
 const mb = (n: number): string => `${(n / 1e6).toFixed(n < 1e7 ? 2 : 0)} MB`;
 
@@ -54,13 +46,15 @@ export async function compactCommandRun(a: CompactArgs, io: CompactIo = { err: p
   const custom = a.pipeline ? (readPipelineFile(a.pipeline).custom_resources ?? []) : [];
   const knownTables = selectResources(undefined, custom).flatMap((r) => tableSchemas(r).map((t) => t.name));
   const small = optionalIntegerFlag('small-file-bytes', a['small-file-bytes'], 1);
+  const schools = commaList(a.schools);
+  const tables = commaList(a.tables);
   const progressEvery = { n: 1 };
   const result = await compactDestination({
     dest: cfg.dest,
     s3: { ...cfg.s3 },
     ...(olderThan !== undefined ? { olderThanDays: olderThan } : {}),
-    ...(list(a.schools) ? { schools: list(a.schools) } : {}),
-    ...(list(a.tables) ? { tables: list(a.tables) } : {}),
+    ...(schools ? { schools } : {}),
+    ...(tables ? { tables } : {}),
     ...(small !== undefined ? { smallFileBytes: small } : {}),
     knownTables,
     onProgress: (e) => {

@@ -11,7 +11,7 @@ import { LOG_LEVELS } from './log.ts';
 import { parseDomains } from '../config/credentials.ts';
 import { onInterrupt } from './interrupt.ts';
 import { openSource } from './run-source.ts';
-import { integerOption, PRECEDENCE, settingHelp, withApiOptions, type ApiArgs } from './common.ts';
+import { commaList, integerOption, PRECEDENCE, settingHelp, withApiOptions, type ApiArgs } from './common.ts';
 
 interface RunArgs extends ApiArgs {
   pipeline?: string;
@@ -61,14 +61,6 @@ interface RunArgs extends ApiArgs {
   'format-change'?: boolean;
 }
 
-const list = (v: string | undefined) =>
-  v === undefined
-    ? undefined
-    : v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
-
 /** Flags mirror the pipeline file's keys (kebab-case here, snake_case there). */
 export function flagsToPipeline(a: RunArgs): PipelineConfig {
   return {
@@ -90,8 +82,8 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     workers: a.workers,
     max_file_rows: a['max-file-rows'],
     max_file_bytes: a['max-file-bytes'],
-    resources: list(a.resources),
-    schools: list(a.schools),
+    resources: commaList(a.resources),
+    schools: commaList(a.schools),
     full_refresh: a['full-refresh'],
     concurrency: a.concurrency,
     connections_per_domain: a['connections-per-domain'],
