@@ -1,8 +1,8 @@
 import { createEncoding, defaultWorkers, type Encoding } from '../encode/pool.ts';
-import pLimit from 'p-limit';
 import { ConfigError, ExportError, asExportError } from '../errors.ts';
 import { formatByName } from '../format/index.ts';
 import { Committer } from '../manifest/committer.ts';
+import { runEach } from './dispatch.ts';
 import { StateBook } from '../manifest/state-book.ts';
 import { acquireLease, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
@@ -168,10 +168,10 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
     schools: plan.schools,
     tasks: plan.tasks.length,
   });
-  const limit = pLimit(cfg.concurrency);
   // a school's state stays in memory from its first task's commit to its last task's end
   for (const t of plan.tasks) run.states.hold(t.school.id);
-  await Promise.all(plan.tasks.map((t) => limit(() => runOne(cfg, io, run, t).finally(() => run.states.release(t.school.id)))));
+  // the plan's tasks are taken (and let go) as they start: plan.tasks is empty afterwards
+  await runEach(plan.tasks, cfg.concurrency, (t) => runOne(cfg, io, run, t).finally(() => run.states.release(t.school.id)));
   return finishRun(io, run, plan);
 }
 

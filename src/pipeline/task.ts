@@ -222,7 +222,9 @@ async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: 
   const query: Record<string, string | number | boolean | undefined> = { ...(spec.query ?? {}), updated_after: plan.updatedAfter };
   const ctx = { school: school.id, endpoint: spec.path };
   if (spec.shape === 'object' || !spec.paginated) {
-    const { body, serverDate } = (plan.prefetched ??
+    const prefetched = plan.prefetched;
+    plan.prefetched = undefined; // read once: a retried task asks the API again
+    const { body, serverDate } = (prefetched ??
       (await env.client.getJson(path, { domain: school.domain, query, ctx, token: school.token }))) as {
       body: { data?: unknown } | undefined;
       serverDate?: Date;
