@@ -170,6 +170,56 @@ describe('school-export status', () => {
     }
   });
 
+  it('a failure a later clean run committed is over: told by the state, without reading the parts of the clean run', async () => {
+    const t = tempDir('status-clean-');
+    try {
+      const sink = new LocalSink(t.dir);
+      const early = '20000101T000000.000Z-dead';
+      const failed: Manifest = {
+        version: 1,
+        run_id: early,
+        started_at: '2000-01-01T00:00:00.000Z',
+        finished_at: '2000-01-01T00:00:42.000Z',
+        format: 'ndjson',
+        status: 'partial',
+        tasks: [
+          {
+            school_id: 'A1001',
+            region: 'uk',
+            resource: 'achievements',
+            status: 'failed',
+            mode: 'full',
+            files: [],
+            rows: {},
+            error: { code: 'E_HTTP_RETRIES', message: 'GET /achievements: 503 after 6 attempts' },
+          },
+        ],
+        deletions: [],
+      };
+      await sink.writeAtomic(`_manifests/${early}.json`, JSON.stringify(failed));
+      const clean = await exportOnce(sb, t.dir, { format: 'ndjson', resources: ['schools', 'achievements'] });
+      expect(clean.status).toBe('ok');
+      // the clean run's parts go: a status that still read them would name them unreadable
+      const parts = (await sink.list(`_manifests/${clean.runId}/`)).filter((p) => p.includes('/part-'));
+      expect(parts.length).toBeGreaterThan(0);
+      await sink.remove(parts);
+
+      const lines = (await capture((io) => statusCommandRun({ dest: t.dir, json: true }, io, NOW)))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines.filter((l) => l.type === 'task' && l.last_failure)).toEqual([]);
+      expect(lines.filter((l) => l.type === 'run').map((r) => [r.run_id, r.status, r.failures])).toEqual([
+        [clean.runId, 'ok', 0],
+        [early, 'partial', 1],
+      ]);
+      const text = await capture((io) => statusCommandRun({ dest: t.dir }, io, NOW));
+      expect(text).not.toMatch(/unreadable/);
+    } finally {
+      t.cleanup();
+    }
+  });
+
   it('an empty destination says so; --runs bounds the runs listed', async () => {
     const t = tempDir('status-empty-');
     try {
