@@ -349,7 +349,11 @@ export function packParts<O>(header: (n: number) => object, firstPart: number, i
   let dels: string[] = [];
   let owners = new Set<O>();
   let taskOwners = new Set<O>();
-  const size = (): number => head.length + tasks.join(',').length + dels.join(',').length + ',"tasks":[],"deletions":[]}\n'.length;
+  // bytes so far kept as running sums: measuring the joined entries at every add was quadratic
+  // in a part's entries (18% of an incremental night's CPU at 2,000 schools)
+  let headBytes = Buffer.byteLength(head);
+  let used = 0;
+  const TAIL = ',"tasks":[],"deletions":[]}\n'.length;
   const close = (): void => {
     if (tasks.length === 0 && dels.length === 0) return;
     const text = `${head},"tasks":[${tasks.join(',')}],"deletions":[${dels.join(',')}]}\n`;
@@ -357,6 +361,8 @@ export function packParts<O>(header: (n: number) => object, firstPart: number, i
     parts.push({ text, tasks: tasks.length, owners, taskOwners });
     n += 1;
     head = openPart(header(n));
+    headBytes = Buffer.byteLength(head);
+    used = 0;
     tasks = [];
     dels = [];
     owners = new Set();
@@ -364,10 +370,11 @@ export function packParts<O>(header: (n: number) => object, firstPart: number, i
   };
   const add = (json: string, item: PackItem<O>): void => {
     // one byte per character is not enough for non-ASCII text: count bytes
-    const bytes = Buffer.byteLength(json) + 1;
-    if (Buffer.byteLength(head) + bytes + 64 > limit) throw new Error(`a manifest entry of ${bytes} bytes cannot fit a part of ${limit}`);
-    if (size() + bytes + (Buffer.byteLength(head) - head.length) + 16 > limit) close();
+    const bytes = Buffer.byteLength(json) + 1; // and its comma
+    if (headBytes + bytes + 64 > limit) throw new Error(`a manifest entry of ${bytes} bytes cannot fit a part of ${limit}`);
+    if (headBytes + used + bytes + TAIL + 16 > limit) close();
     (item.kind === 'task' ? tasks : dels).push(json);
+    used += bytes;
     owners.add(item.owner);
     if (item.kind === 'task') taskOwners.add(item.owner);
   };
