@@ -41,8 +41,18 @@ function checkSegments(relPath: string, segments: string[]): void {
  * later run tell a temp file of a run still writing from one left by a run that died.
  */
 export function tempName(baseName: string, owner?: string): string {
-  const rand = randomBytes(6).toString('hex');
+  const rand = tempSuffix();
   return owner === undefined ? `.${baseName}.${rand}.tmp` : `.${baseName}~${owner}~${rand}.tmp`;
+}
+
+// One random draw per process, then a counter: unique names without a random-bytes call per
+// file (0.1 ms a school on a nightly run of thousands of schools).
+const SUFFIX_SPACE = 2 ** 48;
+const SUFFIX_BASE = randomBytes(6).readUIntBE(0, 6);
+let suffixSeq = 0;
+function tempSuffix(): string {
+  suffixSeq = (suffixSeq + 1) % SUFFIX_SPACE;
+  return ((SUFFIX_BASE + suffixSeq) % SUFFIX_SPACE).toString(16).padStart(12, '0');
 }
 
 const OWNED_TEMP = /^\..+~([A-Za-z0-9._-]+)~[0-9a-f]{12}\.tmp$/;
