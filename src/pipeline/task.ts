@@ -47,8 +47,8 @@ export interface TaskPlan {
   abandonedIds?: string[];
   /** Windows a full read of a big school is split into (1: one cursor walk). */
   windows: number;
-  /** The response the plan's probe already read (school_permissions): not requested again. */
-  prefetched?: { body: unknown; serverDate?: Date };
+  /** The response the plan's probe already read (school_permissions), as JSON text: not requested again. */
+  prefetched?: { text: string; serverDate?: Date };
   /**
    * The content last committed (state), which a full read equal to it does not write again.
    * Absent with --full-refresh, which writes everything (the way to rewrite lost files).
@@ -224,8 +224,11 @@ async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: 
   if (spec.shape === 'object' || !spec.paginated) {
     const prefetched = plan.prefetched;
     plan.prefetched = undefined; // read once: a retried task asks the API again
-    const { body, serverDate } = (prefetched ??
-      (await env.client.getJson(path, { domain: school.domain, query, ctx, token: school.token }))) as {
+    const { body, serverDate } = (
+      prefetched
+        ? { body: JSON.parse(prefetched.text) as unknown, serverDate: prefetched.serverDate }
+        : await env.client.getJson(path, { domain: school.domain, query, ctx, token: school.token })
+    ) as {
       body: { data?: unknown } | undefined;
       serverDate?: Date;
     };
