@@ -29,12 +29,13 @@ async function capture(
   return text;
 }
 
-async function addRunArtifacts(sink: Sink): Promise<void> {
-  const failed: Manifest = {
+/** A version 1 run manifest of a run that started at `startedAt` and whose achievements task of A1001 failed. */
+function failedRun(runId: string, startedAt: string, more: Manifest['tasks'] = []): Manifest {
+  return {
     version: 1,
-    run_id: FAILED_RUN,
-    started_at: '2029-12-31T23:00:00.000Z',
-    finished_at: '2029-12-31T23:00:42.000Z',
+    run_id: runId,
+    started_at: startedAt,
+    finished_at: new Date(Date.parse(startedAt) + 42_000).toISOString(),
     format: 'ndjson',
     status: 'partial',
     tasks: [
@@ -48,10 +49,16 @@ async function addRunArtifacts(sink: Sink): Promise<void> {
         rows: {},
         error: { code: 'E_HTTP_RETRIES', message: 'GET /achievements: 503 after 6 attempts' },
       },
-      { school_id: 'A1001', region: 'uk', resource: 'schools', status: 'committed', mode: 'incremental', files: [], rows: { schools: 1 } },
+      ...more,
     ],
     deletions: [],
   };
+}
+
+async function addRunArtifacts(sink: Sink): Promise<void> {
+  const failed = failedRun(FAILED_RUN, '2029-12-31T23:00:00.000Z', [
+    { school_id: 'A1001', region: 'uk', resource: 'schools', status: 'committed', mode: 'incremental', files: [], rows: { schools: 1 } },
+  ]);
   await sink.writeAtomic(`_manifests/${FAILED_RUN}.json`, JSON.stringify(failed));
   await sink.writeAtomic(
     '_state/_locks/run.json',
@@ -175,27 +182,7 @@ describe('school-export status', () => {
     try {
       const sink = new LocalSink(t.dir);
       const early = '20000101T000000.000Z-dead';
-      const failed: Manifest = {
-        version: 1,
-        run_id: early,
-        started_at: '2000-01-01T00:00:00.000Z',
-        finished_at: '2000-01-01T00:00:42.000Z',
-        format: 'ndjson',
-        status: 'partial',
-        tasks: [
-          {
-            school_id: 'A1001',
-            region: 'uk',
-            resource: 'achievements',
-            status: 'failed',
-            mode: 'full',
-            files: [],
-            rows: {},
-            error: { code: 'E_HTTP_RETRIES', message: 'GET /achievements: 503 after 6 attempts' },
-          },
-        ],
-        deletions: [],
-      };
+      const failed = failedRun(early, '2000-01-01T00:00:00.000Z');
       await sink.writeAtomic(`_manifests/${early}.json`, JSON.stringify(failed));
       const clean = await exportOnce(sb, t.dir, { format: 'ndjson', resources: ['schools', 'achievements'] });
       expect(clean.status).toBe('ok');
