@@ -56,7 +56,7 @@ export async function planRun(
   // the permissions another's lacks.
   const scopes = await ScopeKnowledge.load(io.sink, resources, cfg.propertyScopes);
   const limit = pLimit(Math.max(16, 2 * cfg.concurrency));
-  const finish: (() => void)[] = [];
+  const finish: ((() => void) | undefined)[] = [];
   await Promise.all(
     discovered.schools.map((school) =>
       limit(async () => {
@@ -65,7 +65,12 @@ export async function planRun(
       }),
     ),
   );
-  for (const done of finish) done();
+  // each school's closure (its state, its provisional tasks) goes as soon as it has run
+  for (let i = 0; i < finish.length; i++) {
+    const done = finish[i]!;
+    finish[i] = undefined;
+    done();
+  }
   const undetermined = scopes.undeterminedNote();
   if (undetermined) {
     plan.notes.push(undetermined);
@@ -115,7 +120,9 @@ async function planSchool(
     );
   const last = lastKnown(state, resources);
   const tasks = planAll(last.masked);
-  if (!(o.probe && needsProbe(tasks, o.scopes))) return () => finishSchool(o, school, tasks, last.masked);
+  // built by a function of its own: a closure here would share this scope, and so keep `tasks`
+  // alive in the probed schools' closures too (every school's provisional plan, until all are planned)
+  if (!(o.probe && needsProbe(tasks, o.scopes))) return finishLater(o, school, tasks, last.masked);
   const probe = await probeSchool(o.client, school, resources);
   if (probe.inactive) {
     skipSchool(o.plan, o.reporter, school, probe.inactive);
@@ -134,6 +141,10 @@ async function planSchool(
     for (const t of decided) if (t.spec.path === PERMISSIONS_PATH && prefetched) t.prefetched = prefetched;
     finishSchool(o, school, decided, masked);
   };
+}
+
+function finishLater(o: PlanIo & { plan: RunPlan; scopes: ScopeKnowledge }, school: SchoolRef, tasks: TaskPlan[], masked: string[]) {
+  return (): void => finishSchool(o, school, tasks, masked);
 }
 
 /** Once every school's permissions were read: the school's tasks, what they guard, and its masked columns said. */
