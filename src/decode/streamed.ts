@@ -1,9 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createGunzip } from 'node:zlib';
 import { Readable, pipeline } from 'node:stream';
-import { jsonParser } from 'stream-json/parser.js';
 import type { parser } from 'stream-json';
-import { ListWalker } from './list-walker.ts';
 import { badBody, classifyStreamError, DEFAULT_BATCH_SIZE, truncatedBody, type DecodedBatch, type DecodeOptions } from './types.ts';
 
 type Token = parser.Token;
@@ -22,6 +20,9 @@ export async function* decodeStreamedBytes(
   opts: Pick<DecodeOptions, 'batchSize'> = {},
 ): AsyncGenerator<DecodedBatch> {
   const batchSize = opts.batchSize ?? DEFAULT_BATCH_SIZE;
+  // stream-json (16 modules) is loaded by the first page that streams, not by every start: a
+  // small run never streams (bench start-up, issue 21 item 6)
+  const [{ jsonParser }, { ListWalker }] = await Promise.all([import('stream-json/parser.js'), import('./list-walker.ts')]);
   const tokenize = jsonParser({ packValues: true, streamValues: false });
   const text = new StringDecoder('utf8');
   const walker = new ListWalker();
