@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { Argv, Options } from 'yargs';
 import { envName } from '../config/env.ts';
 import { ConfigError } from '../errors.ts';
-import type { PipelineKey } from '../config/schema.ts';
+import type { PipelineConfig, PipelineKey } from '../config/schema.ts';
 
 /**
  * What the commands share: the API options, help text that names each setting's variable and
@@ -57,7 +57,6 @@ export function optionalIntegerFlag(flag: string, value: unknown, min: number, m
   return value === undefined ? undefined : integerFlag(flag, value, min, max);
 }
 
-/** Options every command that talks to the API shares. */
 /** The options of a command that reads a destination: a pipeline file or --dest, and the S3 settings to reach it. */
 export function withDestinationOptions<T>(y: Argv<T>) {
   return y
@@ -65,6 +64,56 @@ export function withDestinationOptions<T>(y: Argv<T>) {
     .option('dest', { type: 'string', describe: settingHelp('dest', 'DIR or s3://bucket/prefix', "./exports, or the pipeline file's") })
     .option('s3-endpoint', { type: 'string', describe: settingHelp('s3_endpoint', 'S3-compatible endpoint URL') })
     .option('s3-region', { type: 'string', describe: settingHelp('s3_region', 'S3 region') });
+}
+
+/** The S3 flags of a command that writes to a destination (run, compact); they mirror the pipeline file's keys. */
+export interface S3WriteArgs {
+  's3-endpoint'?: string;
+  's3-region'?: string;
+  's3-checksum-when-required'?: boolean;
+  's3-sse'?: 'AES256' | 'aws:kms';
+  's3-sse-kms-key-id'?: string;
+}
+
+export function withS3WriteOptions<T>(y: Argv<T>): Argv<T & S3WriteArgs> {
+  return y
+    .option('s3-endpoint', {
+      type: 'string',
+      describe: settingHelp('s3_endpoint', 'S3-compatible endpoint URL (MinIO, R2, GCS interoperability); path-style', 'AWS'),
+    })
+    .option('s3-region', {
+      type: 'string',
+      describe: settingHelp('s3_region', 'S3 region', 'AWS_REGION / AWS_DEFAULT_REGION / the profile'),
+    })
+    .option('s3-checksum-when-required', {
+      type: 'boolean',
+      describe: settingHelp(
+        's3_checksum_when_required',
+        'send/validate checksums only when the operation requires them',
+        'on with --s3-endpoint',
+      ),
+    })
+    .option('s3-sse', {
+      choices: ['AES256', 'aws:kms'] as const,
+      describe: settingHelp('s3_sse', 'server-side encryption of every object written (data, manifests, state, leases)', 'none'),
+    })
+    .option('s3-sse-kms-key-id', {
+      type: 'string',
+      describe: settingHelp('s3_sse_kms_key_id', 'with --s3-sse aws:kms: the KMS key id, ARN or alias', 'the bucket key'),
+    }) as Argv<T & S3WriteArgs>;
+}
+
+/** The pipeline settings the S3 flags give. */
+export function s3WriteSettings(
+  a: S3WriteArgs,
+): Pick<PipelineConfig, 's3_endpoint' | 's3_region' | 's3_checksum_when_required' | 's3_sse' | 's3_sse_kms_key_id'> {
+  return {
+    s3_endpoint: a['s3-endpoint'],
+    s3_region: a['s3-region'],
+    s3_checksum_when_required: a['s3-checksum-when-required'],
+    s3_sse: a['s3-sse'],
+    s3_sse_kms_key_id: a['s3-sse-kms-key-id'],
+  };
 }
 
 export interface ApiArgs {

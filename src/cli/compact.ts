@@ -1,20 +1,15 @@
 import type { Argv, CommandModule } from 'yargs';
 import { ConfigError } from '../errors.ts';
-import { commaList, integerOption, optionalIntegerFlag, settingHelp } from './common.ts';
+import { commaList, integerOption, optionalIntegerFlag, s3WriteSettings, withS3WriteOptions, type S3WriteArgs } from './common.ts';
 
 /** `school-export compact`: merges small files per partition (docs/compaction.md). Arguments and output only. */
-interface CompactArgs {
+interface CompactArgs extends S3WriteArgs {
   pipeline?: string;
   dest: string;
   'older-than'?: string | number;
   schools?: string;
   tables?: string;
   'small-file-bytes'?: number;
-  's3-endpoint'?: string;
-  's3-region'?: string;
-  's3-checksum-when-required'?: boolean;
-  's3-sse'?: 'AES256' | 'aws:kms';
-  's3-sse-kms-key-id'?: string;
 }
 
 const mb = (n: number): string => `${(n / 1e6).toFixed(n < 1e7 ? 2 : 0)} MB`;
@@ -37,11 +32,7 @@ export async function compactCommandRun(a: CompactArgs, io: CompactIo = { err: p
   }
   const cfg = resolveRunConfig(a.pipeline, {
     dest: a.dest,
-    s3_endpoint: a['s3-endpoint'],
-    s3_region: a['s3-region'],
-    s3_checksum_when_required: a['s3-checksum-when-required'],
-    s3_sse: a['s3-sse'],
-    s3_sse_kms_key_id: a['s3-sse-kms-key-id'],
+    ...s3WriteSettings(a),
   });
   const custom = a.pipeline ? (readPipelineFile(a.pipeline).custom_resources ?? []) : [];
   const knownTables = selectResources(undefined, custom).flatMap((r) => tableSchemas(r).map((t) => t.name));
@@ -86,7 +77,7 @@ export const compactCommand: CommandModule<object, CompactArgs> = {
   command: 'compact [pipeline]',
   describe: "merge each partition's small files into one, under the destination's lease; loaders stay exact (docs/compaction.md)",
   builder: (y: Argv) =>
-    y
+    withS3WriteOptions(y)
       .positional('pipeline', { type: 'string', describe: 'pipeline file whose S3 settings and custom_resources to use' })
       .option('dest', { type: 'string', demandOption: true, describe: 'the export: DIR or s3://bucket/prefix' })
       .option('older-than', {
@@ -96,21 +87,10 @@ export const compactCommand: CommandModule<object, CompactArgs> = {
       })
       .option('schools', { type: 'string', describe: 'only these schools (comma-separated ids)' })
       .option('tables', { type: 'string', describe: 'only these tables (comma-separated)' })
-      .option('small-file-bytes', integerOption('files at least this big are left as they are (default 64 MiB)'))
-      .option('s3-endpoint', { type: 'string', describe: settingHelp('s3_endpoint', 'S3-compatible endpoint URL') })
-      .option('s3-region', { type: 'string', describe: settingHelp('s3_region', 'S3 region') })
-      .option('s3-checksum-when-required', {
-        type: 'boolean',
-        describe: settingHelp('s3_checksum_when_required', 'send/validate checksums only when the operation requires them'),
-      })
-      .option('s3-sse', {
-        choices: ['AES256', 'aws:kms'] as const,
-        describe: settingHelp('s3_sse', 'server-side encryption of every object written'),
-      })
-      .option('s3-sse-kms-key-id', {
-        type: 'string',
-        describe: settingHelp('s3_sse_kms_key_id', 'with --s3-sse aws:kms: the KMS key'),
-      }) as unknown as Argv<CompactArgs>,
+      .option(
+        'small-file-bytes',
+        integerOption('files at least this big are left as they are (default 64 MiB)'),
+      ) as unknown as Argv<CompactArgs>,
   handler: async (a) => {
     const code = await compactCommandRun(a);
     if (code) process.exitCode = code;

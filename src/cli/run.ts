@@ -11,17 +11,22 @@ import { LOG_LEVELS } from './log.ts';
 import { parseDomains } from '../config/credentials.ts';
 import { onInterrupt } from './interrupt.ts';
 import { openSource } from './run-source.ts';
-import { commaList, integerOption, PRECEDENCE, settingHelp, withApiOptions, type ApiArgs } from './common.ts';
+import {
+  commaList,
+  integerOption,
+  PRECEDENCE,
+  s3WriteSettings,
+  settingHelp,
+  withApiOptions,
+  withS3WriteOptions,
+  type ApiArgs,
+  type S3WriteArgs,
+} from './common.ts';
 
-interface RunArgs extends ApiArgs {
+interface RunArgs extends ApiArgs, S3WriteArgs {
   pipeline?: string;
   'dry-run'?: boolean;
   dest?: string;
-  's3-endpoint'?: string;
-  's3-region'?: string;
-  's3-checksum-when-required'?: boolean;
-  's3-sse'?: 'AES256' | 'aws:kms';
-  's3-sse-kms-key-id'?: string;
   format?: PipelineConfig['format'];
   gzip?: boolean;
   'csv-formula-guard'?: boolean;
@@ -69,11 +74,7 @@ export function flagsToPipeline(a: RunArgs): PipelineConfig {
     domains: a.domain?.length ? parseDomains(a.domain) : undefined,
     auth: a.auth,
     dest: a.dest,
-    s3_endpoint: a['s3-endpoint'],
-    s3_region: a['s3-region'],
-    s3_checksum_when_required: a['s3-checksum-when-required'],
-    s3_sse: a['s3-sse'],
-    s3_sse_kms_key_id: a['s3-sse-kms-key-id'],
+    ...s3WriteSettings(a),
     format: a.format,
     gzip: a.gzip,
     csv_formula_guard: a['csv-formula-guard'],
@@ -130,26 +131,9 @@ export const runCommand: CommandModule<object, RunArgs> = {
   command: 'run [pipeline]',
   describe: 'export data: the pipeline file, or --api-url with defaults, or (with neither) the built-in sandbox to ./exports',
   builder: (y: Argv) =>
-    withApiOptions(y)
+    withS3WriteOptions(withApiOptions(y))
       .positional('pipeline', { type: 'string', describe: 'pipeline file (JSON or YAML); see pipelines/ and schema/pipeline.schema.json' })
       .option('dest', { type: 'string', describe: h('dest', 'DIR or s3://bucket/prefix', DEFAULTS.dest) })
-      .option('s3-endpoint', {
-        type: 'string',
-        describe: h('s3_endpoint', 'S3-compatible endpoint URL (MinIO, R2, GCS interoperability); path-style', 'AWS'),
-      })
-      .option('s3-region', { type: 'string', describe: h('s3_region', 'S3 region', 'AWS_REGION / AWS_DEFAULT_REGION / the profile') })
-      .option('s3-checksum-when-required', {
-        type: 'boolean',
-        describe: h('s3_checksum_when_required', 'send/validate checksums only when the operation requires them', 'on with --s3-endpoint'),
-      })
-      .option('s3-sse', {
-        choices: ['AES256', 'aws:kms'] as const,
-        describe: h('s3_sse', 'server-side encryption of every object written (data, manifests, state, leases)', 'none'),
-      })
-      .option('s3-sse-kms-key-id', {
-        type: 'string',
-        describe: h('s3_sse_kms_key_id', 'with --s3-sse aws:kms: the KMS key id, ARN or alias', 'the bucket key'),
-      })
       .option('format', { choices: FORMAT_NAMES, describe: h('format', 'output format', DEFAULTS.format) })
       .option('gzip', { type: 'boolean', describe: h('gzip', 'gzip NDJSON files', 'off') })
       .option('csv-formula-guard', {
