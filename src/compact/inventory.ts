@@ -21,9 +21,8 @@ export interface Source {
  * A file that holds current data: an export file no compaction replaced, or the latest
  * compacted file of its sources. What a compaction merges.
  */
-export interface LiveFile {
-  path: string;
-  table: string;
+/** What the manifests say of any file a compaction reads: where it belongs, its size and its policy. */
+interface FileFacts {
   region: string;
   school_id: string;
   /** The resource of the tasks whose rows it holds (a compacted entry names one resource). */
@@ -32,13 +31,18 @@ export interface LiveFile {
   sha256: string;
   /** NDJSON and CSV: its longest line, as its manifest entry records it (absent: not recorded). */
   maxLineBytes?: number;
+  /** The personal-data policy its rows were written under (JSON text; '' when the manifest has none). */
+  policy: string;
+  personalData?: PersonalDataRecord;
+}
+
+export interface LiveFile extends FileFacts {
+  path: string;
+  table: string;
   /** Its rows, by the export file they were written to, in order. */
   sources: Source[];
   /** The newest run id among its sources: `--older-than` compares its time. */
   newestRun: string;
-  /** The personal-data policy its rows were written under (JSON text; '' when the manifest has none). */
-  policy: string;
-  personalData?: PersonalDataRecord;
   /** A compacted file (made of earlier inputs) rather than an export file. */
   compacted: boolean;
 }
@@ -53,31 +57,15 @@ export interface Inventory {
   formatOptions?: Record<string, unknown>;
 }
 
-interface CompactedFile {
+interface CompactedFile extends FileFacts {
   path: string;
   runId: string;
   seq: number;
-  bytes: number;
-  sha256: string;
-  maxLineBytes?: number;
-  region: string;
-  school_id: string;
-  resource: string;
   record: CompactionRecord;
-  policy: string;
-  personalData?: PersonalDataRecord;
 }
 
-interface ExportFile extends Source {
+interface ExportFile extends Source, FileFacts {
   table: string;
-  region: string;
-  school_id: string;
-  resource: string;
-  bytes: number;
-  sha256: string;
-  maxLineBytes?: number;
-  policy: string;
-  personalData?: PersonalDataRecord;
 }
 
 /** The partition a file belongs to: table, region, school, and the resource its tasks read. */
