@@ -8,7 +8,8 @@ import { openSink } from '../../src/sink/index.ts';
 import { LocalSink } from '../../src/sink/local.ts';
 import type { Sink } from '../../src/sink/types.ts';
 import { exportOnce, tempDir } from '../integration/helpers.ts';
-import { S3RVER_CREDENTIALS, startS3rver, type S3rverHandle } from '../helpers/s3rver.ts';
+import { startS3rver, type S3rverHandle } from '../helpers/s3rver.ts';
+import { stubS3rverEnv } from '../helpers/s3rver-env.ts';
 
 /**
  * `school-export status` against destinations a real export wrote (local and S3), with what a
@@ -234,9 +235,7 @@ describe('school-export status', () => {
     });
 
     it('reads state, manifests and the lease from s3://', async () => {
-      vi.stubEnv('AWS_ACCESS_KEY_ID', S3RVER_CREDENTIALS.accessKeyId);
-      vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3RVER_CREDENTIALS.secretAccessKey);
-      vi.stubEnv('AWS_REGION', 'us-east-1');
+      stubS3rverEnv();
       const dest = `s3://${store.bucket}/status-test`;
       const summary = await exportOnce(sb, dest, { format: 'ndjson', resources: ['schools'], s3_endpoint: store.endpoint });
       expect(summary.status).toBe('ok');

@@ -31,6 +31,13 @@ import { fileURLToPath } from 'node:url';
 const CHILD_MARKER = 'SCHOOL_EXPORT_S3RVER_CHILD';
 export const S3RVER_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
+/** The environment the AWS SDK's credential chain reads to reach s3rver (child processes take it as is). */
+export const S3RVER_ENV = {
+  AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+  AWS_REGION: 'us-east-1',
+} as const;
+
 export interface S3rverStats {
   uploadParts: number;
   /** Most UploadPart requests the store was serving at once: the uploader's memory is about this many parts. */

@@ -1,12 +1,13 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { compactDestination } from '../../src/compact/run.ts';
 import { openSink } from '../../src/sink/index.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
-import { startS3rver, S3RVER_CREDENTIALS, type S3rverHandle } from '../helpers/s3rver.ts';
+import { startS3rver, type S3rverHandle } from '../helpers/s3rver.ts';
+import { stubS3rverEnv } from '../helpers/s3rver-env.ts';
 import { currentTables } from '../warehouse/tables.ts';
-import { canonical, exportOnce, expectedState, tempDir } from './helpers.ts';
+import { approvedSchools, canonical, expectedState, exportOnce, tempDir } from './helpers.ts';
 
 /** `compact` on an S3 destination (s3rver on 127.0.0.1): the local cases are in compact.test.ts. */
 const KNOWN_TABLES = builtinTables().map((t) => t.name);
@@ -21,9 +22,7 @@ describe('compact (S3 destination, s3rver)', () => {
     sb = await startSandbox({ seed: 32, schools: 2, achievementsPerSchool: 20 });
   });
   beforeEach(() => {
-    vi.stubEnv('AWS_ACCESS_KEY_ID', S3RVER_CREDENTIALS.accessKeyId);
-    vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3RVER_CREDENTIALS.secretAccessKey);
-    vi.stubEnv('AWS_REGION', 'us-east-1');
+    stubS3rverEnv();
   });
   afterAll(async () => {
     await sb?.close();
@@ -34,10 +33,9 @@ describe('compact (S3 destination, s3rver)', () => {
   it('compacts an export in a bucket; the warehouse equals the sandbox after, a load behind included', async () => {
     const dest = `s3://${store.bucket}/compact`;
     const s3 = { endpoint: store.endpoint };
-    const res0 = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
-    const list = ((await res0.json()) as { data: { id: string; region: { code: string } }[] }).data;
+    const list = await approvedSchools(sb);
     const schools = list.map((s) => s.id);
-    const regionOf = (id: string) => list.find((s) => s.id === id)!.region.code;
+    const regionOf = (id: string) => list.find((s) => s.id === id)!.region;
     const run = async () =>
       expect((await exportOnce(sb, '', { dest, s3_endpoint: store.endpoint, format: 'parquet' })).failures).toEqual([]);
     await run();

@@ -15,7 +15,7 @@ import type { Row } from '../../src/table.ts';
 import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
 import { runStaticScript } from '../warehouse/fixtures.ts';
 import { currentTables } from '../warehouse/tables.ts';
-import { canonical, exportOnce, expectedState, tempDir } from './helpers.ts';
+import { approvedSchools, canonical, expectedState, exportOnce, tempDir } from './helpers.ts';
 
 /**
  * `compact` against real exports of the sandbox: several incremental nights in each format,
@@ -59,9 +59,7 @@ describe('compact (local destinations)', () => {
 
   beforeAll(async () => {
     sb = await startSandbox({ seed: 31, schools: 2, achievementsPerSchool: 20 });
-    const res = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
-    const list = (await res.json()) as { data: { id: string; region: { code: string } }[] };
-    schools = list.data.map((s) => ({ id: s.id, region: s.region.code }));
+    schools = await approvedSchools(sb);
   });
   afterAll(async () => {
     await sb?.close();

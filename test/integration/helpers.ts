@@ -31,6 +31,13 @@ export async function exportOnce(sb: Sandbox, dest: string, extra: PipelineConfi
   return runExport(sandboxConfig(sb, dest, extra), { token: sb.tokens.full });
 }
 
+/** The schools that approved the sandbox's full token, with their region codes (its /schools list). */
+export async function approvedSchools(sb: Sandbox): Promise<{ id: string; region: string }[]> {
+  const res = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
+  const list = (await res.json()) as { data: { id: string; region: { code: string } }[] };
+  return list.data.map((s) => ({ id: s.id, region: s.region.code }));
+}
+
 /** Every table's schema, with the resource it belongs to and its parent link for child tables. */
 export function allSchemas(): Map<string, { schema: TableSchema; resource: string; parent?: { table: string; key: string } }> {
   const out = new Map<string, { schema: TableSchema; resource: string; parent?: { table: string; key: string } }>();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { runExport } from '../../src/pipeline/run.ts';
 import { currentState, readManifests, readRunManifest, warehouseState } from '../helpers/read-exports.ts';
-import { allSchemas, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
+import { allSchemas, approvedSchools, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 import { runChild, walk } from './child-run.ts';
 
 describe('separate processes', () => {
@@ -90,8 +90,7 @@ describe('separate processes', () => {
       });
       const all = schoolsByShard.flatMap((s) => [...s]);
       expect(new Set(all).size).toBe(all.length); // no school in two shards
-      const res = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
-      const approved = ((await res.json()) as { data: { id: string }[] }).data.map((s) => s.id);
+      const approved = (await approvedSchools(sb)).map((s) => s.id);
       expect(approved.length).toBeGreaterThan(N);
       expect(new Set(all)).toEqual(new Set(approved));
       const states = walk(join(tmp.dir, '_state')).filter((f) => f.startsWith('region=') && f.endsWith('.json'));

@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { startS3rver, S3RVER_CREDENTIALS, type S3rverHandle } from '../helpers/s3rver.ts';
+import { stubS3rverEnv } from '../helpers/s3rver-env.ts';
 import { currentState, readManifests } from '../helpers/read-exports.ts';
 import { allSchemas, canonical, exportOnce, expectedState, tempDir } from './helpers.ts';
 
@@ -24,9 +25,7 @@ describe('export to S3 (s3rver)', () => {
   });
   // The SDK's credential chain reads them; unstubbed after each test (vitest.config.ts unstubEnvs).
   beforeEach(() => {
-    vi.stubEnv('AWS_ACCESS_KEY_ID', S3RVER_CREDENTIALS.accessKeyId);
-    vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3RVER_CREDENTIALS.secretAccessKey);
-    vi.stubEnv('AWS_REGION', 'us-east-1');
+    stubS3rverEnv();
   });
   afterAll(async () => {
     await sb?.close();

@@ -3,7 +3,7 @@ import { runExport } from '../../src/pipeline/run.ts';
 import type { Reporter, RunEvent } from '../../src/pipeline/progress.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
 import { openSink, type Sink } from '../../src/sink/index.ts';
-import { S3RVER_CREDENTIALS, startS3rver, type S3rverHandle } from '../helpers/s3rver.ts';
+import { S3RVER_CREDENTIALS, S3RVER_ENV, startS3rver, type S3rverHandle } from '../helpers/s3rver.ts';
 import { runChild } from './child-run.ts';
 import { sandboxConfig } from './helpers.ts';
 
@@ -13,11 +13,7 @@ import { sandboxConfig } from './helpers.ts';
  * never both export; one answers NotImplemented or AccessDenied to ListMultipartUploads: the export
  * completes with one warning. State and manifests are single whole PUTs, readable after all of it.
  */
-const AWS_ENV = {
-  AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-  AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
-  AWS_REGION: 'us-east-1',
-};
+const AWS_ENV = S3RVER_ENV;
 
 function recorder(): { events: RunEvent[]; reporter: Reporter } {
   const events: RunEvent[] = [];

@@ -9,7 +9,7 @@ import type { Row } from '../../src/table.ts';
 import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
 import { runStaticScript } from '../warehouse/fixtures.ts';
 import { currentTables } from '../warehouse/tables.ts';
-import { canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
+import { approvedSchools, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 import { readRunManifest } from '../helpers/read-exports.ts';
 
 /**
@@ -72,11 +72,7 @@ describe('unchanged full reads write nothing', () => {
 
   beforeAll(async () => {
     sb = await startSandbox({ seed: 31, schools: 3, achievementsPerSchool: 30 });
-    const res = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
-    schools = ((await res.json()) as { data: { id: string; region: { code: string } }[] }).data.map((s) => ({
-      id: s.id,
-      region: s.region.code,
-    }));
+    schools = await approvedSchools(sb);
   });
   afterAll(async () => {
     await sb?.close();

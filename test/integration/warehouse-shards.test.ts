@@ -11,7 +11,7 @@ import { runKilledAt } from '../warehouse/killed-run.ts';
 import { runStaticScript } from '../warehouse/fixtures.ts';
 import { currentTables } from '../warehouse/tables.ts';
 import { builtinTables } from '../../src/warehouse/commands.ts';
-import { canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
+import { approvedSchools, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 
 /**
  * The BigQuery / Snowflake nightly procedure, end to end: two shards where the first shard
@@ -31,9 +31,7 @@ describe('nightly warehouse procedure with shards, a late shard and a killed run
 
   beforeAll(async () => {
     sb = await startSandbox({ seed: 23, schools: 6, achievementsPerSchool: 120 });
-    const res = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
-    const list = (await res.json()) as { data: { id: string; region: { code: string } }[] };
-    schools = list.data.map((s) => ({ id: s.id, region: s.region.code }));
+    schools = await approvedSchools(sb);
   });
   afterAll(async () => {
     await sb?.close();

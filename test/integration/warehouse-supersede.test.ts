@@ -10,7 +10,7 @@ import { builtinTables, warehouseLoad } from '../../src/warehouse/commands.ts';
 import { dump, runEntries, runStaticScript } from '../warehouse/fixtures.ts';
 import { currentTables } from '../warehouse/tables.ts';
 import { BIN } from './child-run.ts';
-import { canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
+import { approvedSchools, canonical, expectedState, sandboxConfig, tempDir } from './helpers.ts';
 
 /**
  * Issue 25 item 3: a pending file that cannot be loaded stops every load at its run until the
@@ -29,11 +29,7 @@ describe('a stuck load unstuck by --supersede after a full refresh', () => {
 
   beforeAll(async () => {
     sb = await startSandbox({ seed: 25, schools: 3, achievementsPerSchool: 12 });
-    const res = await fetch(`${sb.url}/v1.0/schools?per_page=1000`, { headers: { authorization: `Bearer ${sb.tokens.full}` } });
-    schools = ((await res.json()) as { data: { id: string; region: { code: string } }[] }).data.map((s) => ({
-      id: s.id,
-      region: s.region.code,
-    }));
+    schools = await approvedSchools(sb);
   });
   afterAll(async () => {
     await sb?.close();
