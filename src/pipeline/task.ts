@@ -223,7 +223,7 @@ async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: 
   const ctx = { school: school.id, endpoint: spec.path };
   if (spec.shape === 'object' || !spec.paginated) {
     const prefetched = plan.prefetched;
-    plan.prefetched = undefined; // read once: a retried task asks the API again
+    plan.prefetched = undefined; // parsed once, then let go while the task writes it
     const { body, serverDate } = (
       prefetched
         ? { body: JSON.parse(prefetched.text) as unknown, serverDate: prefetched.serverDate }
