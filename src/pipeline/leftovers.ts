@@ -1,12 +1,27 @@
 import { byRun, listDocs, listedFiles } from '../manifest/layout.ts';
 import { isStale, readLeases } from '../manifest/lease.ts';
-import type { Sink } from '../sink/types.ts';
+import type { Sink, TempEntry } from '../sink/types.ts';
 
 /** Killed runs already swept (outside _manifests/, which loaders read whole). */
 const SWEPT_DIR = '_state/_swept/';
 /** One marker per run in progress: a run killed before its first manifest part is known by it. */
 const RUNS_DIR = '_state/_runs/';
 const DAY_MS = 24 * 3600_000;
+/**
+ * A folder of one school (its data partitions, its snapshot ids). Only runs and compactions write
+ * there, after their run marker: their leftovers are found through the marker (killedRuns). Every
+ * other writer (the write probe, leases, the webhook receiver, manifests, `warehouse` commands)
+ * writes outside them, so a night with no killed run walks the destination without entering them.
+ */
+const PER_SCHOOL_DIR = (name: string) => name.startsWith('school_id=');
+/** When the whole destination was last walked for temp files. */
+const FULL_SWEEP_RECORD = '_state/_full-sweep.json';
+/**
+ * How often the whole destination is walked even with no killed run: a temp file a living run
+ * failed to remove (a disk error while cleaning up), or one written by an earlier version
+ * (before run markers), goes within this time.
+ */
+export const FULL_SWEEP_EVERY_MS = 7 * DAY_MS;
 
 /** Written once the run holds its lease: from here on a kill can leave files behind. */
 export async function markRunStarted(sink: Sink, runId: string): Promise<void> {
@@ -25,14 +40,35 @@ export async function markRunEnded(sink: Sink, runId: string): Promise<void> {
  * part, the first part included): personal data no manifest names would otherwise stay for good.
  * Runs still holding a lease (other shards) are left alone, and so is a run whose parts cannot
  * all be read (nothing is removed on a guess; the next run tries again).
+ *
+ * Schools' folders are walked for temp files only when a run was killed, or once every
+ * FULL_SWEEP_EVERY_MS: at 10,000 schools that walk read about 150,000 folders every night,
+ * whatever had changed.
  */
 export async function sweepLeftovers(sink: Sink, now = new Date()): Promise<void> {
   const live = new Set((await readLeases(sink)).filter((l) => !isStale(l, now)).map((l) => l.run_id));
-  await sink.sweepTemp('', (t) => (t.owner ? live.has(t.owner) : (t.startedAt?.getTime() ?? 0) > now.getTime() - DAY_MS));
+  const isLive = (t: TempEntry) => (t.owner ? live.has(t.owner) : (t.startedAt?.getTime() ?? 0) > now.getTime() - DAY_MS);
   const killed = await killedRuns(sink, live);
+  if (killed.size > 0 || (await fullSweepDue(sink, now))) {
+    await sink.sweepTemp('', isLive);
+    await sink.writeAtomic(FULL_SWEEP_RECORD, JSON.stringify({ at: now.toISOString() }) + '\n');
+  } else {
+    await sink.sweepTemp('', isLive, { skipDir: PER_SCHOOL_DIR });
+  }
   if (killed.size === 0) return;
   const all = await sink.list('');
   for (const [runId, parts] of killed) await sweepUnlisted(sink, all, runId, parts);
+}
+
+async function fullSweepDue(sink: Sink, now: Date): Promise<boolean> {
+  const text = await sink.read(FULL_SWEEP_RECORD);
+  if (text === undefined) return true;
+  try {
+    const at = Date.parse((JSON.parse(text.toString('utf8')) as { at?: string }).at ?? '');
+    return !(at > now.getTime() - FULL_SWEEP_EVERY_MS && at <= now.getTime());
+  } catch {
+    return true; // unreadable: walk, and write it again
+  }
 }
 
 /** Runs with manifest parts or a run marker, but no whole-run manifest and no live lease, not swept yet. */

@@ -157,8 +157,8 @@ export class LocalSink implements Sink {
     return (await this.scan(prefix, 'listing')).files;
   }
 
-  async listTemp(prefix: string): Promise<TempEntry[]> {
-    const { temps } = await this.scan(prefix, 'listing temp files in');
+  async listTemp(prefix: string, o: { skipDir?: (name: string) => boolean } = {}): Promise<TempEntry[]> {
+    const { temps } = await this.scan(prefix, 'listing temp files in', o.skipDir);
     const out: TempEntry[] = [];
     for (const relPath of temps) {
       const st = await lstat(path.join(this.root, ...relPath.split('/'))).catch(() => undefined);
@@ -168,8 +168,12 @@ export class LocalSink implements Sink {
     return out;
   }
 
-  async sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean): Promise<TempEntry[]> {
-    const dead = (await this.listTemp(prefix)).filter((t) => (this.owner === undefined || t.owner !== this.owner) && !isLive(t));
+  async sweepTemp(
+    prefix: string,
+    isLive: (t: TempEntry) => boolean,
+    o: { skipDir?: (name: string) => boolean } = {},
+  ): Promise<TempEntry[]> {
+    const dead = (await this.listTemp(prefix, o)).filter((t) => (this.owner === undefined || t.owner !== this.owner) && !isLive(t));
     await this.remove(dead.map((t) => t.relPath));
     return dead;
   }
@@ -211,15 +215,15 @@ export class LocalSink implements Sink {
     }
   }
 
-  /** Committed files and temp files under prefix, each sorted. */
-  private async scan(prefix: string, action: string): Promise<{ files: string[]; temps: string[] }> {
+  /** Committed files and temp files under prefix (not inside folders skipDir matches), each sorted. */
+  private async scan(prefix: string, action: string, skipDir?: (name: string) => boolean): Promise<{ files: string[]; temps: string[] }> {
     assertSafePrefix(prefix);
     // Walk only the deepest directory the prefix names, then filter by the rest of it.
     const dirPart = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';
     const files: string[] = [];
     const temps: string[] = [];
     try {
-      await this.walk(dirPart, files, temps);
+      await this.walk(dirPart, files, temps, skipDir);
     } catch (e) {
       throw this.fail(action, prefix || '.', e);
     }
@@ -227,7 +231,7 @@ export class LocalSink implements Sink {
     return { files: files.filter(under).sort(), temps: temps.filter(under).sort() };
   }
 
-  private async walk(relDir: string, files: string[], temps: string[]): Promise<void> {
+  private async walk(relDir: string, files: string[], temps: string[], skipDir?: (name: string) => boolean): Promise<void> {
     let entries;
     try {
       entries = await readdir(relDir ? path.join(this.root, ...relDir.split('/')) : this.root, { withFileTypes: true });
@@ -238,8 +242,9 @@ export class LocalSink implements Sink {
     }
     for (const entry of entries) {
       const rel = relDir ? `${relDir}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) await this.walk(rel, files, temps);
-      else if (entry.isFile()) (isTempName(entry.name) ? temps : files).push(rel);
+      if (entry.isDirectory()) {
+        if (!skipDir?.(entry.name)) await this.walk(rel, files, temps, skipDir);
+      } else if (entry.isFile()) (isTempName(entry.name) ? temps : files).push(rel);
     }
   }
 

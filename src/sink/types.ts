@@ -54,8 +54,10 @@ export interface Sink {
    * Removes the unfinished writes under prefix for which isLive answers false (never those of
    * this sink's own owner); returns them. Local: emptied directories go too. S3: the uploads
    * are aborted (their stored parts freed).
+   * `skipDir`: local, folders whose name it matches are not entered (S3 has no folders to skip:
+   * one listing of the uploads under prefix covers them).
    */
-  sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean): Promise<TempEntry[]>;
+  sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean, o?: { skipDir?: (name: string) => boolean }): Promise<TempEntry[]>;
   /** Local sink only: the absolute file system path of relPath. */
   localPath?(relPath: string): string;
   close(): Promise<void>;

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSink } from '../../src/sink/index.ts';
-import { markRunEnded, markRunStarted, sweepLeftovers } from '../../src/pipeline/leftovers.ts';
+import { FULL_SWEEP_EVERY_MS, markRunEnded, markRunStarted, sweepLeftovers } from '../../src/pipeline/leftovers.ts';
 import { tempDir } from '../integration/helpers.ts';
 
 /**
@@ -68,5 +68,45 @@ describe('sweepLeftovers', () => {
     await sweepLeftovers(sink);
     expect([d.has(file(run, 1)), d.has(`_state/_runs/${run}.json`), d.has(`_state/_swept/${run}.json`)]).toEqual([true, false, false]);
     await markRunEnded(sink, run); // already gone: no error
+  });
+
+  describe('temp files of dead writers', () => {
+    const dead = '20261124T050000.000Z-eeee';
+    const temp = (dir: string, name: string) => `${dir}.${name}~${dead}~0123456789ab.tmp`;
+    const inSchool = temp('achievements/region=uk/school_id=A1001/', `${dead}-0001.ndjson`);
+    const outside = [
+      temp('', 'write-probe'),
+      temp('_state/_locks/', 'run.json'),
+      temp('_state/_webhooks/', 'queue.json'),
+      temp('_manifests/', 'x.json'),
+    ];
+    const t0 = Date.parse('2026-11-24T06:00:00Z');
+    const DAY = 24 * 3600_000;
+
+    it("a night with no killed run leaves schools' folders unwalked and sweeps the rest; the weekly walk takes what is left", async () => {
+      const d = destination();
+      const sink = await openSink(d.dir);
+      await sweepLeftovers(sink, new Date(t0)); // a destination's first sweep walks it whole and says when
+      expect(d.has('_state/_full-sweep.json')).toBe(true);
+      for (const p of [inSchool, ...outside]) d.put(p);
+      await sweepLeftovers(sink, new Date(t0 + DAY));
+      expect([inSchool, ...outside].map(d.has)).toEqual([true, false, false, false, false]);
+      await sweepLeftovers(sink, new Date(t0 + FULL_SWEEP_EVERY_MS - DAY));
+      expect(d.has(inSchool)).toBe(true);
+      await sweepLeftovers(sink, new Date(t0 + FULL_SWEEP_EVERY_MS + DAY));
+      expect(d.has(inSchool)).toBe(false);
+    });
+
+    it('a killed run, or a destination never walked (an earlier version wrote it), makes the night walk it whole', async () => {
+      const d = destination();
+      const sink = await openSink(d.dir);
+      d.put(inSchool);
+      await sweepLeftovers(sink, new Date(t0)); // no record of a walk yet
+      expect(d.has(inSchool)).toBe(false);
+      d.put(inSchool);
+      await markRunStarted(sink, dead); // then killed: its marker stays
+      await sweepLeftovers(sink, new Date(t0 + DAY));
+      expect([d.has(inSchool), d.has(`_state/_swept/${dead}.json`)]).toEqual([false, true]);
+    });
   });
 });
