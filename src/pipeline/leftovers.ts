@@ -1,4 +1,4 @@
-import { byRun, listDocs, listedFiles } from '../manifest/layout.ts';
+import { byRun, listDocs, listedFiles, type ManifestDoc } from '../manifest/layout.ts';
 import { isStale, readLeases } from '../manifest/lease.ts';
 import type { Sink, TempEntry } from '../sink/types.ts';
 
@@ -48,10 +48,13 @@ export async function markRunEnded(sink: Sink, runId: string): Promise<void> {
 export async function sweepLeftovers(sink: Sink, now = new Date()): Promise<void> {
   const live = new Set((await readLeases(sink)).filter((l) => !isStale(l, now)).map((l) => l.run_id));
   const isLive = (t: TempEntry) => (t.owner ? live.has(t.owner) : (t.startedAt?.getTime() ?? 0) > now.getTime() - DAY_MS);
-  const killed = await killedRuns(sink, live);
+  const docs = await listDocs(sink);
+  const killed = await killedRuns(sink, docs, live);
   if (killed.size > 0 || (await fullSweepDue(sink, now))) {
     await sink.sweepTemp('', isLive);
-    await sink.writeAtomic(FULL_SWEEP_RECORD, JSON.stringify({ at: now.toISOString() }) + '\n');
+    // a destination no run has committed to yet is cheap to walk again, and keeps nothing (a run
+    // refused at its first request leaves the destination as it found it)
+    if (docs.length > 0) await sink.writeAtomic(FULL_SWEEP_RECORD, JSON.stringify({ at: now.toISOString() }) + '\n');
   } else {
     await sink.sweepTemp('', isLive, { skipDir: PER_SCHOOL_DIR });
   }
@@ -72,10 +75,10 @@ async function fullSweepDue(sink: Sink, now: Date): Promise<boolean> {
 }
 
 /** Runs with manifest parts or a run marker, but no whole-run manifest and no live lease, not swept yet. */
-async function killedRuns(sink: Sink, live: ReadonlySet<string>): Promise<Map<string, string[]>> {
+async function killedRuns(sink: Sink, docs: ManifestDoc[], live: ReadonlySet<string>): Promise<Map<string, string[]>> {
   const finals = new Set<string>();
   const runs = new Map<string, string[]>();
-  for (const r of byRun(await listDocs(sink))) {
+  for (const r of byRun(docs)) {
     if (r.manifest) finals.add(r.runId);
     else
       runs.set(

@@ -86,7 +86,11 @@ describe('sweepLeftovers', () => {
     it("a night with no killed run leaves schools' folders unwalked and sweeps the rest; the weekly walk takes what is left", async () => {
       const d = destination();
       const sink = await openSink(d.dir);
-      await sweepLeftovers(sink, new Date(t0)); // a destination's first sweep walks it whole and says when
+      await sweepLeftovers(sink, new Date(t0)); // nothing committed yet: walked whole, nothing written
+      expect(d.has('_state/_full-sweep.json')).toBe(false);
+      const done = '20261124T000000.000Z-ffff';
+      d.put(`_manifests/${done}.json`, part(done, []));
+      await sweepLeftovers(sink, new Date(t0)); // a run has committed: the walk is recorded
       expect(d.has('_state/_full-sweep.json')).toBe(true);
       for (const p of [inSchool, ...outside]) d.put(p);
       await sweepLeftovers(sink, new Date(t0 + DAY));
