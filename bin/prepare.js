@@ -9,6 +9,9 @@
 //   and ships the lockfile as npm-shrinkwrap.json, so a server's `npm ci --omit=dev` in the unpacked
 //   tarball installs exactly the dependency versions the tests ran with.
 // - `postpack` (`node bin/prepare.js --postpack`): removes that npm-shrinkwrap.json again.
+// - After tsc, the command is bundled (dist/bundle/, by esbuild, a dev dependency): a start then
+//   loads a few files instead of about 220 modules (bin/school-export.js prefers the bundle).
+// - `build` (`npm run build`, `node bin/prepare.js --build`): the same steps, failing on any error.
 // - In an installed package (dist/ shipped, no src/) there is nothing to build.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +21,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const forPack = process.argv.includes('--pack');
+// `npm run build`: the same build, and any failure fails it (prepare never fails an install)
+const strict = forPack || process.argv.includes('--build');
 const shrinkwrap = join(root, 'npm-shrinkwrap.json');
 if (process.argv.includes('--postpack')) {
   rmSync(shrinkwrap, { force: true });
@@ -31,8 +36,8 @@ let tsc;
 try {
   tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
 } catch {
-  if (forPack) {
-    console.error('school-export: cannot pack: TypeScript (a dev dependency) is needed to build dist/: run `npm ci` first');
+  if (strict) {
+    console.error(`school-export: cannot ${forPack ? 'pack' : 'build'}: TypeScript (a dev dependency) is needed to build dist/: run \`npm ci\` first`);
     process.exit(1);
   }
   console.error(
@@ -46,8 +51,8 @@ if (forPack) {
 }
 const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 if (r.status !== 0) {
-  console.error(`school-export: building dist/ failed${forPack ? '' : '; the command will run from src/ through tsx'}`);
-  if (forPack) process.exit(1);
+  console.error(`school-export: building dist/ failed${strict ? '' : '; the command will run from src/ through tsx'}`);
+  if (strict) process.exit(1);
 } else {
   // the pipeline file's validator as code (src/config/validator-code.ts): no ajv compile at each start
   const { validatorModule } = await import(pathToFileURL(join(root, 'dist/config/validator-code.js')).href);
@@ -55,4 +60,44 @@ if (r.status !== 0) {
     join(root, 'dist/config/pipeline-validate.cjs'),
     validatorModule(readFileSync(join(root, 'schema/pipeline.schema.json'), 'utf8')),
   );
+  await bundle();
+}
+
+/**
+ * dist/bundle/main.js: the CLI and the packages it always loads, in one file per command (each
+ * command's module is still loaded only when it runs: code splitting keeps the dynamic imports).
+ * Measured on a 2-core VM, Node 20: a run of 6 schools x 10 rows spent about 70 ms less loading
+ * modules. Packages stay external when they are native (DuckDB), large and loaded only by some
+ * commands (the AWS SDK), or loaded by path at run time (undici's internals, ajv, yaml, parquet).
+ * Every import.meta.url-relative path in src/ is written so it resolves the same from dist/<dir>/
+ * and dist/bundle/ (both one level below dist/). A failed bundle only costs start-up time: the
+ * command then runs dist/ as built by tsc (a pack fails instead, so a tarball always has it).
+ */
+async function bundle() {
+  const out = join(root, 'dist/bundle');
+  rmSync(out, { recursive: true, force: true });
+  try {
+    const { build } = await import('esbuild');
+    const { metafile } = await build({
+      absWorkingDir: root,
+      // the worker thread's entry beside main.js: src/encode/pool.ts starts './worker.js' from where it is
+      entryPoints: { main: 'dist/cli/main.js', worker: 'dist/encode/worker.js' },
+      metafile: true,
+      outdir: out,
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      sourcemap: true,
+      external: ['@duckdb/*', '@aws-sdk/*', 'parquetjs-lite', 'undici', 'ajv', 'ajv/*', 'yaml', 'stream-json', 'stream-json/*'],
+      logLevel: 'warning',
+    });
+    // which modules each file holds: tests tell from it what a command loaded
+    writeFileSync(join(out, 'meta.json'), JSON.stringify(metafile));
+  } catch (e) {
+    rmSync(out, { recursive: true, force: true });
+    console.error(`school-export: bundling dist/ failed (${e instanceof Error ? e.message : e}); the command runs dist/ unbundled`);
+    if (strict) process.exit(1);
+  }
 }

@@ -131,7 +131,7 @@ function load(): NonNullable<typeof loaded> {
 /** The validator bin/prepare.js generated beside the compiled code, when made from this very schema text. */
 function generatedValidator(text: string): ValidateFunction | undefined {
   try {
-    const validate = createRequire(import.meta.url)('./pipeline-validate.cjs') as ValidateFunction & { schemaSha256?: string };
+    const validate = createRequire(import.meta.url)('../config/pipeline-validate.cjs') as ValidateFunction & { schemaSha256?: string };
     return validate.schemaSha256 === schemaDigest(text) ? validate : undefined;
   } catch {
     return undefined; // running from src/, or a build without it

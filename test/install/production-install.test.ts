@@ -2,6 +2,7 @@ import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INSTALL_SCRIPT } from './install-steps.ts';
 
@@ -85,6 +86,20 @@ function cli(args: string[], o: { trace?: string; cwd?: string } = {}): SpawnSyn
   });
 }
 
+type BundleMeta = { outputs: Record<string, { inputs: Record<string, unknown> }> };
+const bundleMeta = (): BundleMeta => JSON.parse(readFileSync(join(app, 'dist/bundle/meta.json'), 'utf8')) as BundleMeta;
+
+/** The module URLs a traced command loaded, each file of the bundle followed by the modules it holds (as /dist/... paths). */
+function loadedModules(trace: string): string {
+  const meta = bundleMeta();
+  const urls = readFileSync(trace, 'utf8').split('\n');
+  const inside = urls.flatMap((u) => {
+    const file = /\/(dist\/bundle\/[^/]+\.js)$/.exec(u)?.[1];
+    return file ? Object.keys(meta.outputs[file]?.inputs ?? {}).map((p) => `/${p}`) : [];
+  });
+  return [...urls, ...inside].join('\n');
+}
+
 describe('production install from the packed tarball (npm ci --omit=dev, offline)', () => {
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'se-install-'));
@@ -118,6 +133,7 @@ describe('production install from the packed tarball (npm ci --omit=dev, offline
   it('ships dist/, the schema, the lockfile and no sources; installs runtime dependencies only', () => {
     for (const p of [
       'dist/cli/main.js',
+      'dist/bundle/main.js',
       'schema/pipeline.schema.json',
       'pipelines/sandbox.json',
       'npm-shrinkwrap.json',
@@ -152,11 +168,23 @@ describe('production install from the packed tarball (npm ci --omit=dev, offline
       const r = ok(cli(args, { trace }), args.join(' '));
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       if (args[0] === '--version') expect(r.stdout.trim()).toBe(PKG.version);
-      const loaded = readFileSync(trace, 'utf8');
+      // the command runs from the bundle (bin/prepare.js), not from the ~220 modules of dist/
+      expect(readFileSync(trace, 'utf8')).toContain('/dist/bundle/main.js');
+      expect(readFileSync(trace, 'utf8')).not.toContain('/dist/cli/');
+      const loaded = loadedModules(trace);
       for (const m of notLoaded) expect(loaded.includes(m), `${args.join(' ')} loaded ${m}`).toBe(false);
       // measured for the report, not asserted: wall time on a shared 2-core machine is not a test
       console.log(`production install: school-export ${args.join(' ')} took ${ms.toFixed(0)} ms`);
     }
+  });
+
+  it('the bundle starts its own worker thread entry, beside the pool as in dist/encode/', () => {
+    const outputs = Object.entries(bundleMeta().outputs);
+    const [file] = outputs.find(([, o]) => 'dist/encode/pool.js' in o.inputs) ?? [];
+    expect(file, 'a bundle file holds the pool').toBeDefined();
+    expect(readFileSync(join(app, file!), 'utf8')).toContain('new URL("./worker.js", here)');
+    const worker = fileURLToPath(new URL('./worker.js', pathToFileURL(join(app, file!))));
+    expect(outputs.find(([f]) => join(app, f) === worker)?.[1].inputs).toHaveProperty(['dist/encode/worker.js']);
   });
 
   it("installed into another project: --version prints this package's version, not the host's; init then run works there", () => {
@@ -194,9 +222,12 @@ describe('production install from the packed tarball (npm ci --omit=dev, offline
 
   it('runs the embedded sandbox export, then status and warehouse load into DuckDB', () => {
     const dest = join(work, 'exports');
-    const run = ok(cli(['run', '--dest', dest, '--progress', 'none', '--json']), 'run');
+    const trace = join(work, 'trace-run.txt');
+    const run = ok(cli(['run', '--dest', dest, '--progress', 'none', '--json'], { trace }), 'run');
     const summary = JSON.parse(run.stdout.trim().split('\n').pop()!);
     expect(summary.status).toBe('ok');
+    // the pipeline's validator generated at build time is found from the bundle: ajv itself is not compiled in
+    expect(loadedModules(trace)).not.toContain('/ajv/dist/ajv.js');
     expect(readdirSync(join(dest, '_manifests')).some((f) => f.endsWith('.json'))).toBe(true);
 
     const status = ok(cli(['status', '--dest', dest, '--json']), 'status');
