@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -7,6 +7,7 @@ import { commandName, exitCodeFor } from '../../src/cli/commands.ts';
 import { createLogger, levelOf } from '../../src/cli/log.ts';
 import { ApiError, ConfigError, ExportError } from '../../src/errors.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
+import { tempDir } from '../integration/helpers.ts';
 
 const BIN = resolve(import.meta.dirname, '../../bin/school-export.js');
 
@@ -44,10 +45,21 @@ describe('exit status', () => {
       const list = await cli(['schools', 'list'], env);
       expect(list.code).toBe(2);
       expect(list.stderr).toMatch(/401.*SCHOOL_API_TOKEN/);
-      const run = await cli(['run', '--dest', join(process.cwd(), 'exports-never-written'), '--progress', 'none', '--json'], env);
-      expect(run.code).toBe(2);
-      expect(run.stderr).toMatch(/401/);
-      expect(list.stderr + run.stderr + run.stdout).not.toContain('not-the-token-123');
+      // a destination of its own: this test once wrote into the checkout it ran in
+      const dest = tempDir('exit-codes-');
+      try {
+        const run = await cli(['run', '--dest', join(dest.dir, 'exports'), '--progress', 'none', '--json'], env);
+        expect(run.code).toBe(2);
+        expect(run.stderr).toMatch(/401/);
+        expect(list.stderr + run.stderr + run.stdout).not.toContain('not-the-token-123');
+        const files = readdirSync(join(dest.dir, 'exports'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+        expect(
+          files.map((e) => e.name),
+          'a run refused at its first request leaves no file',
+        ).toEqual([]);
+      } finally {
+        dest.cleanup();
+      }
     });
 
     it('usage errors exit 2 before any request: a flag value as typed, an empty --schools, a token with a line break', async () => {
