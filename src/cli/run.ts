@@ -148,7 +148,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
           h(
             'workers',
             "the most worker threads for each page's gunzip, parse and encoding, started once the main thread is busy; 0 = main thread only",
-            'CPUs - 1, at least 1',
+            'CPUs - 1, at least 1; NDJSON and CSV: 0 unless that is 2 or more',
           ),
         ),
       )

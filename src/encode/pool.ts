@@ -88,12 +88,15 @@ export const DEFAULT_BUSY_SHARE = 0.75;
 export const BUSY_WINDOW_MS = 200;
 
 /**
- * The most worker threads by default: one per CPU beside this thread's, at least one. This
- * thread keeps HTTP, files and checksums busy; on a 2-core machine a second worker competed with
- * it for the cores (measured in bench/: `--workers 1` against 2).
+ * The most worker threads by default: one per CPU beside this thread's, at least one; none when
+ * that is fewer than the format needs to gain anything (`workersToGain`: on a 2-core machine one
+ * worker made NDJSON and CSV slower than `--workers 0`, so their default there is 0). This thread
+ * keeps HTTP, files and checksums busy; on a 2-core machine a second worker competed with it for
+ * the cores (measured in bench/: `--workers 1` against 2).
  */
-export function defaultWorkers(): number {
-  return Math.max(1, availableParallelism() - 1);
+export function defaultWorkers(workersToGain = 1, cpus = availableParallelism()): number {
+  const beside = Math.max(1, cpus - 1);
+  return beside >= workersToGain ? beside : 0;
 }
 
 /**

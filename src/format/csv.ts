@@ -106,6 +106,7 @@ class CsvWriter implements FormatWriter {
 
 export const csv = {
   name: 'csv',
+  workersToGain: 2,
   extension: () => 'csv',
   open: (schema: TableSchema, out: Writable, opts: FormatOptions) => new CsvWriter(schema, out, opts.csvFormulaGuard === true),
 } as const satisfies Format;

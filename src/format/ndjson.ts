@@ -106,6 +106,7 @@ class NdjsonWriter implements FormatWriter {
 
 export const ndjson = {
   name: 'ndjson',
+  workersToGain: 2,
   extension: (opts: FormatOptions) => (opts.gzip ? 'ndjson.gz' : 'ndjson'),
   open: (schema: TableSchema, out: Writable, opts: FormatOptions) => new NdjsonWriter(schema, out, opts.gzip === true),
 } as const satisfies Format;

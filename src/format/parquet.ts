@@ -58,6 +58,7 @@ class LazyLiteWriter implements FormatWriter {
 
 export const parquetFormat = {
   name: 'parquet',
+  workersToGain: 1,
   extension: () => 'parquet',
   open,
 } as const satisfies Format;

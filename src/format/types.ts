@@ -44,6 +44,13 @@ export interface FormatOptions {
  */
 export interface Format {
   readonly name: string;
+  /**
+   * The fewest worker threads that encode this format faster than the main thread alone: the
+   * default pool starts none when the machine has fewer CPUs to spare (src/encode/pool.ts,
+   * defaultWorkers). Measured on a 2-core VM (bench row 2c, page work): one worker encoded NDJSON
+   * and CSV slower than the main thread alone, two faster; Parquet's heavier encoding gains from one.
+   */
+  readonly workersToGain: number;
   extension(opts: FormatOptions): string;
   open(schema: TableSchema, out: Writable, opts: FormatOptions): FormatWriter;
 }

@@ -88,7 +88,7 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   const runId = newRunId(startedAt, cfg.shard);
   let client: ApiClient | undefined;
   let sink: Sink | undefined;
-  const encoding = deps.encoding ?? createEncoding({ workers: cfg.workers ?? defaultWorkers() });
+  const encoding = deps.encoding ?? createEncoding({ workers: cfg.workers ?? defaultWorkers(formatByName(cfg.format).workersToGain) });
   let lease: Lease | undefined;
   // Sweeps the store refuses (or that fail) are one warning each, never the run's failure.
   const housekeeping = new Housekeeping((w) =>

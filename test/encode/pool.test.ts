@@ -1,7 +1,8 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors.ts';
-import { busyMeter, createEncoding, type Encoding } from '../../src/encode/pool.ts';
+import { busyMeter, createEncoding, defaultWorkers, type Encoding } from '../../src/encode/pool.ts';
+import { FORMATS } from '../../src/format/index.ts';
 import type { PageResult } from '../../src/encode/page-work.ts';
 import type { TaskSetup } from '../../src/encode/protocol.ts';
 import { resourceByName } from '../../src/resources/index.ts';
@@ -166,5 +167,16 @@ describe('encoding pool', () => {
     const [later] = await run(e, 'ndjson', 1, 3);
     expect(later).toEqual((await run(encoding(0), 'ndjson', 1, 3))[0]);
     expect(e.started).toBe(2);
+  });
+});
+
+describe('the default number of worker threads', () => {
+  it('one per CPU beside the main thread, and none where that is fewer than the format gains with', () => {
+    const by = (cpus: number) => Object.fromEntries(FORMATS.map((f) => [f.name, defaultWorkers(f.workersToGain, cpus)]));
+    // on 2 CPUs one worker made NDJSON and CSV slower than the main thread alone (bench row 2c)
+    expect(by(1)).toEqual({ ndjson: 0, csv: 0, parquet: 1 });
+    expect(by(2)).toEqual({ ndjson: 0, csv: 0, parquet: 1 });
+    expect(by(3)).toEqual({ ndjson: 2, csv: 2, parquet: 2 });
+    expect(by(8)).toEqual({ ndjson: 7, csv: 7, parquet: 7 });
   });
 });
