@@ -37,7 +37,9 @@ try {
   tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
 } catch {
   if (strict) {
-    console.error(`school-export: cannot ${forPack ? 'pack' : 'build'}: TypeScript (a dev dependency) is needed to build dist/: run \`npm ci\` first`);
+    console.error(
+      `school-export: cannot ${forPack ? 'pack' : 'build'}: TypeScript (a dev dependency) is needed to build dist/: run \`npm ci\` first`,
+    );
     process.exit(1);
   }
   console.error(
