@@ -141,7 +141,7 @@ function throughputLines(t: ThroughputResult, shape: Shape, _mem: MemoryResult |
       const goal = w0 ? undefined : goals[f];
       out.push({
         section: '2 end to end',
-        measure: `${f.toUpperCase()} to local disk, ${w0 ? '--workers 0 (one thread)' : 'default (threads once the main thread is busy)'}`,
+        measure: `${f.toUpperCase()} to local disk, ${w0 ? '--workers 0 (one thread)' : 'default (threads once the main thread is busy, if the format gains from them on this many CPUs)'}`,
         value: `${int(rate(rowsA, e.ms))} rows/s = ${pct(ratio)} of ceiling (CPU ${(e.cpuMs / 1000).toFixed(1)} s, RSS ${mb(e.maxRssMB)}${spread(runs.ms)})`,
         target: goal === undefined ? '' : `>= ${pct(goal)}`,
         verdict: goal === undefined ? '' : verdict(ratio >= goal),
