@@ -82,8 +82,10 @@ async function bundle() {
     const { build } = await import('esbuild');
     const { metafile } = await build({
       absWorkingDir: root,
-      // the worker thread's entry beside main.js: src/encode/pool.ts starts './worker.js' from where it is
-      entryPoints: { main: 'dist/cli/main.js', worker: 'dist/encode/worker.js' },
+      // the worker thread's entry beside main.js: src/encode/pool.ts starts './worker.js' from where it is;
+      // the pool as an entry of its own too, so the install test starts worker threads from the bundle
+      // exactly as a run does (a small run's pool never starts them: its main thread is not busy enough)
+      entryPoints: { main: 'dist/cli/main.js', worker: 'dist/encode/worker.js', pool: 'dist/encode/pool.js' },
       metafile: true,
       outdir: out,
       bundle: true,
