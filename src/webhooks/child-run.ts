@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { packageFile } from '../config/package-root.ts';
 import { assertSafeId } from '../ids.ts';
 
 /**
@@ -34,7 +34,7 @@ export interface ChildRun {
 
 export type ChildRunner = (req: RunRequest) => ChildRun;
 
-const BIN = fileURLToPath(new URL('../../bin/school-export.js', import.meta.url));
+const BIN = packageFile('bin', 'school-export.js');
 
 export interface ProcessRunnerOptions {
   pipeline: string;
