@@ -6,8 +6,9 @@ import { fileURLToPath } from 'node:url';
  * directory (installed into a project, that is the host project's). This module runs from one of
  * three places, each two folders below the root: src/config/ (tsx), dist/config/ (tsc) and
  * dist/bundle/ (esbuild's bundle of dist/, bin/prepare.js), so `../..` from here is the root in
- * all three. Paths to files the package ships (package.json, schema/, pipelines/, bin/) are made
- * from it, so that rule is written once.
+ * all three. Paths to files the package ships (package.json, schema/, pipelines/) are made from
+ * it; src/webhooks/child-run.ts, which may not import config/ (the README's import graph), finds
+ * bin/ by the same rule itself.
  */
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { packageFile } from '../config/package-root.ts';
+import { fileURLToPath } from 'node:url';
 import { assertSafeId } from '../ids.ts';
 
 /**
@@ -34,7 +34,8 @@ export interface ChildRun {
 
 export type ChildRunner = (req: RunRequest) => ChildRun;
 
-const BIN = packageFile('bin', 'school-export.js');
+// two folders up is the package root from src/webhooks/, dist/webhooks/ and dist/bundle/ (config/package-root.ts)
+const BIN = fileURLToPath(new URL('../../bin/school-export.js', import.meta.url));
 
 export interface ProcessRunnerOptions {
   pipeline: string;
