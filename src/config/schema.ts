@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigError } from '../errors.ts';
 import { AJV_OPTIONS, schemaDigest } from './validator-code.ts';
+import { PACKAGE_ROOT, packageFile } from './package-root.ts';
 import type { FormatName, ParquetWriterName } from '../format/index.ts';
 import type { PersonalDataConfig } from '../privacy/config.ts';
 
@@ -110,9 +109,8 @@ export interface SchemaNode {
   items?: SchemaNode;
 }
 
-/** Both src/config and dist/config sit two levels below the package root. */
-export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-export const SCHEMA_PATH = resolve(PACKAGE_ROOT, 'schema/pipeline.schema.json');
+export { PACKAGE_ROOT };
+export const SCHEMA_PATH = packageFile('schema', 'pipeline.schema.json');
 
 let loaded: { schema: SchemaNode & { properties: Record<string, SchemaNode> }; validate: ValidateFunction } | undefined;
 
@@ -131,6 +129,7 @@ function load(): NonNullable<typeof loaded> {
 /** The validator bin/prepare.js generated beside the compiled code, when made from this very schema text. */
 function generatedValidator(text: string): ValidateFunction | undefined {
   try {
+    // dist/config/'s from dist/config/ and dist/bundle/ alike; src/config/ has none
     const validate = createRequire(import.meta.url)('../config/pipeline-validate.cjs') as ValidateFunction & { schemaSha256?: string };
     return validate.schemaSha256 === schemaDigest(text) ? validate : undefined;
   } catch {

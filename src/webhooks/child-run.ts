@@ -34,6 +34,7 @@ export interface ChildRun {
 
 export type ChildRunner = (req: RunRequest) => ChildRun;
 
+// two folders up is the package root from src/webhooks/, dist/webhooks/ and dist/bundle/ (config/package-root.ts)
 const BIN = fileURLToPath(new URL('../../bin/school-export.js', import.meta.url));
 
 export interface ProcessRunnerOptions {

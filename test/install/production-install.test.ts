@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TaskSetup } from '../../src/encode/protocol.ts';
+import { resourceByName } from '../../src/resources/index.ts';
+import { CTX, FIXTURES } from '../flatten/fixtures.ts';
 import { INSTALL_SCRIPT } from './install-steps.ts';
 
 /**
@@ -18,6 +21,7 @@ import { INSTALL_SCRIPT } from './install-steps.ts';
  */
 const ROOT = resolve(import.meta.dirname, '../..');
 const TRACE = join(import.meta.dirname, 'fixtures/trace-imports.mjs');
+const POOL_PROBE = join(import.meta.dirname, 'fixtures/pool-probe.mjs');
 const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   version: string;
   files: string[];
@@ -185,6 +189,31 @@ describe('production install from the packed tarball (npm ci --omit=dev, offline
     expect(readFileSync(join(app, file!), 'utf8')).toContain('new URL("./worker.js", here)');
     const worker = fileURLToPath(new URL('./worker.js', pathToFileURL(join(app, file!))));
     expect(outputs.find(([f]) => join(app, f) === worker)?.[1].inputs).toHaveProperty(['dist/encode/worker.js']);
+  });
+
+  it('worker threads start from the bundle and encode what the main thread does (NDJSON, Parquet)', () => {
+    // the pool the run chunk holds, as the bundle's pool.js entry exports it (bin/prepare.js)
+    const poolUrl = pathToFileURL(join(app, 'dist/bundle/pool.js')).href;
+    const pages = [0, 1, 2].map((p) => (FIXTURES.achievements as Record<string, unknown>[]).map((r, i) => ({ ...r, id: `A${p}${i}` })));
+    for (const format of ['ndjson', 'parquet'] as const) {
+      const input = join(work, `pool-${format}.json`);
+      const setup: TaskSetup = { spec: resourceByName('achievements')!, format, formatOptions: {}, ctx: CTX, keyField: 'id' };
+      writeFileSync(input, JSON.stringify({ setup, pages }));
+      const trace = join(work, `trace-pool-${format}.txt`);
+      const r = ok(
+        sh(process.execPath, ['--import', TRACE, POOL_PROBE, poolUrl, input], app, { TRACE_IMPORTS_FILE: trace }),
+        `pool probe (${format})`,
+      );
+      const { inThread, pooled } = JSON.parse(r.stdout) as Record<'inThread' | 'pooled', { started: number; results: unknown[] }>;
+      expect(inThread.started).toBe(0);
+      expect(pooled.started, 'one worker thread started').toBe(1);
+      expect(inThread.results).toHaveLength(pages.length);
+      // every page went to the thread (the probe's main thread reads as always busy), and came back the same
+      expect(pooled).toEqual({ ...inThread, started: 1 });
+      // the pool ran from the bundle, not from the modules of dist/
+      expect(readFileSync(trace, 'utf8')).toContain('/dist/bundle/pool.js');
+      expect(readFileSync(trace, 'utf8')).not.toContain('/dist/encode/');
+    }
   });
 
   it("installed into another project: --version prints this package's version, not the host's; init then run works there", () => {
