@@ -160,7 +160,9 @@ describe('warehouse dbt', () => {
     const [a] = await query(`SELECT achievement_id FROM achievement_students LIMIT 1`);
     const inst = await DuckDBInstance.create(db);
     const c = await inst.connect();
-    await c.run(`INSERT INTO achievements SELECT * FROM achievements LIMIT 1`);
+    // the duplicate is of another achievement than the one deleted (LIMIT 1 picks any row: when it
+    // picked that one, the delete took both copies and the planted duplicate was gone)
+    await c.run(`INSERT INTO achievements SELECT * FROM achievements WHERE id <> '${String(a!.achievement_id)}' LIMIT 1`);
     await c.run(`DELETE FROM achievements WHERE id = '${String(a!.achievement_id)}'`);
     await c.run(`UPDATE school_permissions SET identity = NULL WHERE rowid = (SELECT min(rowid) FROM school_permissions)`);
     c.closeSync();
