@@ -6,7 +6,7 @@ import { ExportError, oneLine } from '../errors.ts';
 import { createTemp, openLocalFile } from './local-file.ts';
 import { realIo, writeAll, type LocalIo } from './local-io.ts';
 import { assertSafeOwner, assertSafePrefix, assertSafeRelPath, isTempName, tempOwner } from './paths.ts';
-import type { Sink, SinkFile, SinkOptions, TempEntry } from './types.ts';
+import type { Sink, SinkFile, SinkOptions, TempEntry, TempScan } from './types.ts';
 
 /** Hard links are not everywhere (some network and FUSE file systems): these mean "try the fallback". */
 const NO_LINK = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV', 'EMLINK']);
@@ -157,7 +157,7 @@ export class LocalSink implements Sink {
     return (await this.scan(prefix, 'listing')).files;
   }
 
-  async listTemp(prefix: string, o: { skipDir?: (name: string) => boolean } = {}): Promise<TempEntry[]> {
+  async listTemp(prefix: string, o: TempScan = {}): Promise<TempEntry[]> {
     const { temps } = await this.scan(prefix, 'listing temp files in', o.skipDir);
     const out: TempEntry[] = [];
     for (const relPath of temps) {
@@ -168,11 +168,7 @@ export class LocalSink implements Sink {
     return out;
   }
 
-  async sweepTemp(
-    prefix: string,
-    isLive: (t: TempEntry) => boolean,
-    o: { skipDir?: (name: string) => boolean } = {},
-  ): Promise<TempEntry[]> {
+  async sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean, o: TempScan = {}): Promise<TempEntry[]> {
     const dead = (await this.listTemp(prefix, o)).filter((t) => (this.owner === undefined || t.owner !== this.owner) && !isLive(t));
     await this.remove(dead.map((t) => t.relPath));
     return dead;

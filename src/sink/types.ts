@@ -57,10 +57,15 @@ export interface Sink {
    * `skipDir`: local, folders whose name it matches are not entered (S3 has no folders to skip:
    * one listing of the uploads under prefix covers them).
    */
-  sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean, o?: { skipDir?: (name: string) => boolean }): Promise<TempEntry[]>;
+  sweepTemp(prefix: string, isLive: (t: TempEntry) => boolean, o?: TempScan): Promise<TempEntry[]>;
   /** Local sink only: the absolute file system path of relPath. */
   localPath?(relPath: string): string;
   close(): Promise<void>;
+}
+
+/** How far a search for temp files goes (sweepTemp). */
+export interface TempScan {
+  skipDir?: (name: string) => boolean;
 }
 
 /** An unfinished write left at the destination. */
