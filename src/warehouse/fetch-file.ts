@@ -31,7 +31,9 @@ export class MissingFileError extends ExportError {
 }
 
 export function localFiles(src: WarehouseSource, opts: { verify: boolean }): LocalFiles {
-  let dir: string | undefined;
+  // A promise, not the path: concurrent gets must share one directory (awaiting mkdtemp in each
+  // made two, and close() removed only the last).
+  let dir: Promise<string> | undefined;
   let n = 0;
   const missing = (f: Pick<ManifestFile, 'path'>) => new MissingFileError(f.path);
   return {
@@ -42,9 +44,9 @@ export function localFiles(src: WarehouseSource, opts: { verify: boolean }): Loc
         else if (!existsSync(path)) throw missing(f);
         return { path, release: async () => {} };
       }
-      dir ??= await mkdtemp(join(tmpdir(), 'school-export-load-'));
+      dir ??= mkdtemp(join(tmpdir(), 'school-export-load-'));
       // Keep the extension: DuckDB picks gzip decompression from it.
-      const path = join(dir, `${n++}-${f.path.slice(f.path.lastIndexOf('/') + 1)}`);
+      const path = join(await dir, `${n++}-${f.path.slice(f.path.lastIndexOf('/') + 1)}`);
       const release = () => rm(path, { force: true });
       try {
         const hash = createHash('sha256');
@@ -75,7 +77,7 @@ export function localFiles(src: WarehouseSource, opts: { verify: boolean }): Loc
       return { path, release };
     },
     async close() {
-      if (dir) await rm(dir, { recursive: true, force: true });
+      if (dir) await rm(await dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,17 +1,19 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flagsToPipeline, typedFlags } from '../../src/cli/run.ts';
 import { resolveRunConfig } from '../../src/config/resolve.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.ts';
+import { scratch } from '../helpers/scratch.ts';
+
+const tmp = scratch('cfg-');
 
 /** Issue 20's settings: property_scopes and lock, in the file, the environment and flags. */
 const API = { api_url: 'https://api.example.com' };
 const file = (name: string, body: unknown) => {
-  const p = join(mkdtempSync(join(tmpdir(), 'cfg-')), name);
+  const p = join(tmp.sub(), name);
   writeFileSync(p, JSON.stringify(body));
   return p;
 };
@@ -101,7 +103,7 @@ describe('from the command line, before any request', () => {
 
   it('a malformed --property-scopes and an unknown --lock exit 2 with one line', async () => {
     sb.control.clearRequests();
-    const dest = mkdtempSync(join(tmpdir(), 'cfg-dest-'));
+    const dest = tmp.sub('dest-');
     const scopes = await cli(['run', '--dest', dest, '--property-scopes', 'achievements.comment=not an identity']);
     expect(scopes.code).toBe(2);
     expect(scopes.stderr.trim().split('\n')).toEqual([

@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, writeFileSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveRunConfig, readPipelineFile, PACKAGE_ROOT } from '../../src/config/resolve.ts';
 import { ConfigError } from '../../src/errors.ts';
+import { scratch } from '../helpers/scratch.ts';
+
+const tmp = scratch('cfg-');
 
 const file = (obj: unknown) => {
-  const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+  const dir = tmp.sub();
   const p = join(dir, 'p.json');
   writeFileSync(p, typeof obj === 'string' ? obj : JSON.stringify(obj));
   return p;

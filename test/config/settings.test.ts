@@ -1,5 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveToken } from '../../src/config/credentials.ts';
@@ -11,8 +10,10 @@ import { ConfigError } from '../../src/errors.ts';
 import { FORMATS } from '../../src/format/index.ts';
 import { flagsToPipeline, typedFlags } from '../../src/cli/run.ts';
 import { buildCli } from '../../src/cli/commands.ts';
+import { scratch } from '../helpers/scratch.ts';
 
-const dir = () => mkdtempSync(join(tmpdir(), 'cfg-'));
+const tmp = scratch('cfg-');
+const dir = () => tmp.sub();
 const file = (name: string, text: string) => {
   const p = join(dir(), name);
   writeFileSync(p, text);

@@ -16,6 +16,8 @@ import { allSchemas, canonical, expectedState, sandboxConfig, tempDir } from './
 describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (format) => {
   let sb: Sandbox;
   const tmp = tempDir(`e2e-${format}-`);
+  // the warehouse beside the destination, not in it: a loader must not meet its own database there
+  const wh = tempDir(`e2e-${format}-wh-`);
   const schools: { id: string; region: string }[] = [];
 
   beforeAll(async () => {
@@ -24,6 +26,7 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
   afterAll(async () => {
     await sb?.close();
     tmp.cleanup();
+    wh.cleanup();
   });
 
   async function check() {
@@ -38,7 +41,7 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
       expect({ table, rows: canonical(actual.get(table) ?? []) }).toEqual({ table, rows: canonical(rows) });
     }
     // The DuckDB warehouse, loaded incrementally from the same export, holds the same current state.
-    const warehouse = await warehouseState(tmp.dir, join(tmp.dir, '..', `${tmp.dir.split('/').pop()}.duckdb`));
+    const warehouse = await warehouseState(tmp.dir, join(wh.dir, 'warehouse.duckdb'));
     for (const [table, rows] of expected) {
       expect({ table, warehouse: canonical(warehouse.get(table) ?? []) }).toEqual({ table, warehouse: canonical(rows) });
     }

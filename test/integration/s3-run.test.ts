@@ -27,7 +27,9 @@ describe('export to S3 (s3rver)', () => {
   beforeEach(() => {
     stubS3rverEnv();
   });
+  const mirrors: (() => void)[] = [];
   afterAll(async () => {
+    for (const cleanup of mirrors) cleanup();
     await sb?.close();
     await store?.close();
     s3?.destroy();
@@ -36,6 +38,7 @@ describe('export to S3 (s3rver)', () => {
   /** Everything under the prefix, downloaded with the SDK into a local mirror. */
   async function mirror(prefix: string): Promise<string> {
     const out = tempDir('s3-mirror-');
+    mirrors.push(out.cleanup);
     let token: string | undefined;
     do {
       const page = await s3.send(new ListObjectsV2Command({ Bucket: store.bucket, Prefix: `${prefix}/`, ContinuationToken: token }));

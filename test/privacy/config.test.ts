@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { resolveRunConfig } from '../../src/config/resolve.ts';
@@ -8,8 +7,9 @@ import { flagsToPipeline } from '../../src/cli/run.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { KEY_FILE_ENV } from '../../src/privacy/config.ts';
 import { createPersonalData } from '../../src/privacy/personal-data.ts';
+import { scratch } from '../helpers/scratch.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'pd-cfg-'));
+const dir = scratch('pd-cfg-').root;
 const write = (name: string, content: string | Buffer) => {
   const p = join(dir, name);
   writeFileSync(p, content);
