@@ -64,6 +64,18 @@ export function readerLimits(kind: 'csv' | 'ndjson', files: FileSize[]): { maxLi
 }
 
 /**
+ * The memory each of a statement's file readers holds while it reads, for the kinds that buffer:
+ * the CSV buffer we set, and DuckDB's JSON reader buffer (twice the object size, at least 32 MiB:
+ * measured with DuckDB 1.5 by the size of its failed allocations). Parquet is read a row group at a
+ * time, and ours are about 1 MiB: 0.
+ */
+export function readerBufferBytes(kind: string, files: FileSize[]): number {
+  if (kind.startsWith('csv')) return readerLimits('csv', files).buffer;
+  if (kind.startsWith('ndjson')) return Math.max(32 * MiB, 2 * readerLimits('ndjson', files).maxLine);
+  return 0;
+}
+
+/**
  * NDJSON: each line is read as a JSON object and the declared columns are cast from it (a key
  * absent is NULL; a value that does not fit its type fails the load). Undeclared keys (schema
  * drift, which the NDJSON writer keeps as keys) are folded into `_extra`, as CSV and Parquet carry

@@ -302,4 +302,23 @@ describe('loadIntoDuckDb rules', () => {
     );
     expect(ids(await dump(db, ACH_SQL))).toEqual(['A1/A10', 'A1/A12', 'A1/A13', 'A2/A10']);
   });
+
+  // Each CSV or NDJSON reader holds a buffer of 32 MiB or more, one per thread: a machine with
+  // many cores must not run DuckDB out of memory (at 128 MiB, eight threads did).
+  it.each<Format>(['ndjson', 'ndjson.gz', 'csv'])('loads %s files on many threads within its memory', async (format) => {
+    const schools = Array.from({ length: 48 }, (_, i) => `A${100 + i}`);
+    await writeRun(
+      dest,
+      R1,
+      format,
+      schools.map((school) => ({
+        school,
+        resource: 'achievements',
+        mode: 'full',
+        tables: { achievements: [ach('A10', 1, '2024-01-01')] },
+      })),
+    );
+    const r = await loadIntoDuckDb({ sink: dirSource(dest, { local: true }), dbPath: db, tables: SCHEMAS, threads: 16 });
+    expect(r.tables.achievements).toBe(schools.length);
+  });
 });
