@@ -45,22 +45,42 @@ export async function markRunEnded(sink: Sink, runId: string): Promise<void> {
  * FULL_SWEEP_EVERY_MS: at 10,000 schools that walk read about 150,000 folders every night,
  * whatever had changed.
  */
-export async function sweepLeftovers(sink: Sink, now = new Date()): Promise<void> {
+export async function sweepLeftovers(sink: Sink, now = new Date()): Promise<SweepResult> {
   const live = new Set((await readLeases(sink)).filter((l) => !isStale(l, now)).map((l) => l.run_id));
   const isLive = (t: TempEntry) => (t.owner ? live.has(t.owner) : (t.startedAt?.getTime() ?? 0) > now.getTime() - DAY_MS);
   const docs = await listDocs(sink);
   const killed = await killedRuns(sink, docs, live);
+  let result: SweepResult = {};
   if (killed.size > 0 || (await fullSweepDue(sink, now))) {
     await sink.sweepTemp('', isLive);
-    // a destination no run has committed to yet is cheap to walk again, and keeps nothing (a run
-    // refused at its first request leaves the destination as it found it)
-    if (docs.length > 0) await sink.writeAtomic(FULL_SWEEP_RECORD, JSON.stringify({ at: now.toISOString() }) + '\n');
+    // a destination no run has committed to yet keeps nothing (a run refused at its first
+    // request leaves the destination as it found it): the run records the walk once it has
+    if (docs.length > 0) await recordFullSweep(sink, now);
+    else result = { unrecordedWalk: now };
   } else {
     await sink.sweepTemp('', isLive, { skipDir: PER_SCHOOL_DIR });
   }
-  if (killed.size === 0) return;
+  if (killed.size === 0) return result;
   const all = await sink.list('');
   for (const [runId, parts] of killed) await sweepUnlisted(sink, all, runId, parts);
+  return result;
+}
+
+export interface SweepResult {
+  /**
+   * When the whole destination was walked though no run had committed to it: a run that then
+   * commits records it (recordWalkOnceCommitted), so the second night does not walk it all again.
+   */
+  unrecordedWalk?: Date;
+}
+
+/** After a run: records its sweep's whole walk if the destination now has a manifest. */
+export async function recordWalkOnceCommitted(sink: Sink, sweep: SweepResult): Promise<void> {
+  if (sweep.unrecordedWalk && (await listDocs(sink)).length > 0) await recordFullSweep(sink, sweep.unrecordedWalk);
+}
+
+async function recordFullSweep(sink: Sink, at: Date): Promise<void> {
+  await sink.writeAtomic(FULL_SWEEP_RECORD, JSON.stringify({ at: at.toISOString() }) + '\n');
 }
 
 async function fullSweepDue(sink: Sink, now: Date): Promise<boolean> {

@@ -14,7 +14,7 @@ import { ApiClient } from '../source/client.ts';
 import type { Clock } from '../source/retry.ts';
 import type { RunConfig } from '../config/resolve.ts';
 import { CheckpointPolicy } from './checkpoints.ts';
-import { markRunEnded, markRunStarted, sweepLeftovers } from './leftovers.ts';
+import { markRunEnded, markRunStarted, recordWalkOnceCommitted, sweepLeftovers, type SweepResult } from './leftovers.ts';
 import { heldSchools, holdsUnapproved, reconcileRevocations } from './reconcile.ts';
 import { selectResources } from '../resources/index.ts';
 import { planRun, type RunPlan } from './run-plan.ts';
@@ -112,7 +112,8 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
     const guard = await destinationGuard(cfg, sink, runId, startedAt);
     await markRunStarted(sink, runId);
     const swept = sink;
-    await housekeeping.bestEffort('removing what killed runs left behind', () => sweepLeftovers(swept));
+    let sweep: SweepResult = {};
+    await housekeeping.bestEffort('removing what killed runs left behind', async () => (sweep = await sweepLeftovers(swept)));
     client = new ApiClient({
       apiUrl: cfg.source.apiUrl,
       token: deps.token,
@@ -127,7 +128,9 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
         else reporter.emit({ event: 'retry', url: e.url, attempt: e.attempt, delay_ms: e.delayMs, reason: e.reason });
       },
     });
-    return await execute(cfg, { client, sink, reporter, encoding, housekeeping }, { ...deps, runId, startedAt, guard }, requests);
+    const summary = await execute(cfg, { client, sink, reporter, encoding, housekeeping }, { ...deps, runId, startedAt, guard }, requests);
+    await housekeeping.bestEffort('recording the sweep of leftovers', () => recordWalkOnceCommitted(swept, sweep));
+    return summary;
   } finally {
     reporter.close();
     await encoding.close();

@@ -51,6 +51,9 @@ describe.each(['ndjson', 'csv', 'parquet'] as const)('export end to end (%s)', (
     const summary = await runExport(sandboxConfig(sb, tmp.dir, { format, per_page: 100 }), { token: sb.tokens.full });
     expect(summary.failures).toEqual([]);
     expect(summary.status).toBe('ok');
+    // the first run walked the new destination whole and, having committed, says so: the second
+    // night does not walk every school's folder again
+    expect(existsSync(join(tmp.dir, '_state/_full-sweep.json'))).toBe(true);
     for (const t of readManifests(tmp.dir)) {
       if (!schools.some((s) => s.id === t.school_id)) schools.push({ id: t.school_id, region: t.region });
     }

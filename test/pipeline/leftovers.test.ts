@@ -2,7 +2,13 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSink } from '../../src/sink/index.ts';
-import { FULL_SWEEP_EVERY_MS, markRunEnded, markRunStarted, sweepLeftovers } from '../../src/pipeline/leftovers.ts';
+import {
+  FULL_SWEEP_EVERY_MS,
+  markRunEnded,
+  markRunStarted,
+  recordWalkOnceCommitted,
+  sweepLeftovers,
+} from '../../src/pipeline/leftovers.ts';
 import { tempDir } from '../integration/helpers.ts';
 
 /**
@@ -86,12 +92,16 @@ describe('sweepLeftovers', () => {
     it("a night with no killed run leaves schools' folders unwalked and sweeps the rest; the weekly walk takes what is left", async () => {
       const d = destination();
       const sink = await openSink(d.dir);
-      await sweepLeftovers(sink, new Date(t0)); // nothing committed yet: walked whole, nothing written
+      // nothing committed yet: walked whole, nothing written until the run commits
+      const first = await sweepLeftovers(sink, new Date(t0));
+      expect(d.has('_state/_full-sweep.json')).toBe(false);
+      await recordWalkOnceCommitted(sink, first); // the run committed nothing (refused): still nothing
       expect(d.has('_state/_full-sweep.json')).toBe(false);
       const done = '20261124T000000.000Z-ffff';
       d.put(`_manifests/${done}.json`, part(done, []));
-      await sweepLeftovers(sink, new Date(t0)); // a run has committed: the walk is recorded
+      await recordWalkOnceCommitted(sink, first); // the first run committed: its walk is recorded
       expect(d.has('_state/_full-sweep.json')).toBe(true);
+      expect(await sweepLeftovers(sink, new Date(t0))).toEqual({});
       for (const p of [inSchool, ...outside]) d.put(p);
       await sweepLeftovers(sink, new Date(t0 + DAY));
       expect([inSchool, ...outside].map(d.has)).toEqual([true, false, false, false, false]);
