@@ -39,8 +39,10 @@ export async function readState(sink: Sink, region: string, schoolId: string): P
  * the next run only reads those rows again (docs/scale.md). A caller about to remove what the
  * previous state refers to (a superseded id list) must keep it.
  */
-export async function writeState(sink: Sink, state: SchoolState, o: { nameDurable?: boolean } = {}): Promise<void> {
-  await sink.writeAtomic(statePath(state.region, state.school_id), JSON.stringify(state) + '\n', o);
+export async function writeState(sink: Sink, state: SchoolState, o: { nameDurable?: boolean } = {}): Promise<string> {
+  const text = JSON.stringify(state) + '\n';
+  await sink.writeAtomic(statePath(state.region, state.school_id), text, o);
+  return text;
 }
 
 /**
