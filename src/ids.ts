@@ -34,3 +34,9 @@ export function assertSafeRegion(code: unknown): string {
   }
   return code.toLowerCase();
 }
+
+/**
+ * Ids in natural order (A2 before A10). One collator for the run: `localeCompare` with options
+ * sets one up at each call, and sorting a night's tasks by school took 0.1 ms a school that way.
+ */
+export const compareIds: (a: string, b: string) => number = new Intl.Collator('en', { numeric: true }).compare;

@@ -1,5 +1,5 @@
 import { ExportError, oneLine } from '../errors.ts';
-import { assertSafeId, assertSafeRegion } from '../ids.ts';
+import { assertSafeId, assertSafeRegion, compareIds } from '../ids.ts';
 import { snapshotDue, updatedAfterParam } from '../manifest/state.ts';
 import type { ResourceState, SchoolDirective, SchoolState } from '../manifest/types.ts';
 import type { ResourceSpec } from '../resources/index.ts';
@@ -47,7 +47,7 @@ export async function discoverSchools(
       problems.push({ schoolId: id, region: '?', error: new ExportError('E_NOT_FOUND', message, { school: id }) });
     }
   }
-  schools.sort((a, b) => a.id.localeCompare(b.id, 'en', { numeric: true }));
+  schools.sort((a, b) => compareIds(a.id, b.id));
   return { schools, problems, approved };
 }
 

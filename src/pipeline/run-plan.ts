@@ -1,3 +1,4 @@
+import { compareIds } from '../ids.ts';
 import pLimit from 'p-limit';
 import type { RunConfig } from '../config/resolve.ts';
 import { selectResources } from '../resources/index.ts';
@@ -77,7 +78,7 @@ export async function planRun(
     io.reporter.emit({ event: 'scope_undetermined', properties: scopes.undeterminedProperties(), message: undetermined });
   }
   if (o.probe ?? true) await scopes.save(io.sink).catch(() => undefined); // a memory: the next run relearns it
-  plan.tasks.sort((a, b) => a.school.id.localeCompare(b.school.id, 'en', { numeric: true }));
+  plan.tasks.sort((a, b) => compareIds(a.school.id, b.school.id));
   if (discovered.schools.length === 0) plan.nothingToDo = nothingMessage(cfg, discovered.problems.length);
   return plan;
 }
