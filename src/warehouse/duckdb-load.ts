@@ -65,10 +65,10 @@ export interface LoadOptions {
   /** Files read by one staging statement (default 200: DuckDB holds every file's reader state at once). */
   filesPerStatement?: number;
   /**
-   * DuckDB's memory limit in MiB, the file readers' buffers aside (default 64: the rest spills to
-   * disk, so a load of any size stays bounded). DuckDB's process holds more than its limit, and the
-   * limit is what bounds it. Measured on a full night of 10,000 schools (Parquet): 672 MB peak RSS at
-   * 256 MiB, 455 MB at 128, 369 MB at 64, no slower.
+   * DuckDB's memory limit in MiB, the file readers' buffers aside (default 80: the rest spills to
+   * disk, so a load of any size stays bounded), which also bounds its threads (THREAD_MIB). DuckDB's
+   * process holds more than its limit, and the limit is what bounds it. Measured on a full night of
+   * 10,000 schools (Parquet): 672 MB peak RSS at 256 MiB, 455 MB at 128, 369 MB at 64, no slower.
    */
   memoryMiB?: number;
   /** What the file readers of one statement may hold between them, MiB (default 64; at least one reader). */
@@ -76,7 +76,7 @@ export interface LoadOptions {
   /** Rows one batch of a run's schools stages (default 200,000) and staged rows one merge statement works on (default 50,000); a school is never split. */
   batchRows?: number;
   mergeRows?: number;
-  /** DuckDB threads (default: DuckDB's, one per core). */
+  /** DuckDB threads at most (default: one per core); the memory limit may allow fewer (THREAD_MIB). */
   threads?: number;
   /**
    * Called with each batch of files once they are checked, just before DuckDB reads them. Tests
@@ -100,7 +100,13 @@ const q = (v: string): string => d.str(v);
 const BATCH_ROWS = 200_000;
 const MERGE_ROWS = 50_000;
 const MiB = 1024 * 1024;
-const MEMORY_MIB = 64;
+const MEMORY_MIB = 80;
+/**
+ * What one DuckDB thread of a merge holds (its window and join state), by which the memory limit
+ * caps the threads: merges failed with "Out of Memory" at 4 threads in 64 MiB and at 8 in 128
+ * MiB, and passed at 3 in 96 and 8 in 256 (an incremental night of 2,000 schools).
+ */
+const THREAD_MIB = 32;
 const READERS_MIB = 64;
 /** Room over the readers' buffers for the rest of a reading statement (its plan, its output chunks). */
 const READING_SLACK_MIB = 16;
@@ -162,7 +168,7 @@ class Load {
   private readonly parts: NightlyParts;
   /** Documents read by this load (a refresh reads only what appeared since). */
   private readonly read = new Set<string>();
-  /** DuckDB's threads outside reading statements: the option, else DuckDB's default (one per core). */
+  /** DuckDB's threads outside reading statements: as many as the memory limit holds (THREAD_MIB). */
   private threads = 1;
 
   constructor(
@@ -219,10 +225,11 @@ class Load {
       'SET enable_external_file_cache = false',
       // Give memory back after each big step instead of keeping it for the next.
       "SET allocator_flush_threshold = '16MB'",
-      ...(this.opts.threads ? [`SET threads = ${Math.max(1, Math.floor(this.opts.threads))}`] : []),
     ]);
-    const [threads] = await this.rows(`SELECT current_setting('threads')::BIGINT AS n`);
-    this.threads = Number(threads?.n ?? 1);
+    const [cores] = await this.rows(`SELECT current_setting('threads')::BIGINT AS n`);
+    const wanted = this.opts.threads ? Math.floor(this.opts.threads) : Number(cores?.n ?? 1);
+    this.threads = Math.max(1, Math.min(wanted, Math.floor(this.memoryMiB / THREAD_MIB)));
+    await this.exec(`SET threads = ${this.threads}`);
     const hadTouched = await this.exists(TOUCHED_TABLE);
     await this.exec(setupStatements(this.parts));
     await this.exec(`CREATE TABLE IF NOT EXISTS ${d.table(MANIFESTS_TABLE)} (manifest VARCHAR NOT NULL, read_at TIMESTAMPTZ)`);

@@ -305,7 +305,7 @@ describe('loadIntoDuckDb rules', () => {
 
   // Each CSV or NDJSON reader holds a buffer of 32 MiB or more, one per thread: a machine with
   // many cores must not run DuckDB out of memory (at 128 MiB, eight threads did).
-  it.each<Format>(['ndjson', 'ndjson.gz', 'csv'])('loads %s files on many threads within its memory', async (format) => {
+  it.each<Format>(['ndjson', 'ndjson.gz', 'csv', 'parquet'])('loads %s files on many threads within its memory', async (format) => {
     const schools = Array.from({ length: 48 }, (_, i) => `A${100 + i}`);
     await writeRun(
       dest,
@@ -320,5 +320,38 @@ describe('loadIntoDuckDb rules', () => {
     );
     const r = await loadIntoDuckDb({ sink: dirSource(dest, { local: true }), dbPath: db, tables: SCHEMAS, threads: 16 });
     expect(r.tables.achievements).toBe(schools.length);
+  });
+
+  // A merge holds about 32 MiB per DuckDB thread: on 16 threads within 64 MiB it ran out of
+  // memory (this test, before the limit capped the threads).
+  it('merges on a machine of many cores within its memory: the limit caps the threads', async () => {
+    const schools = Array.from({ length: 120 }, (_, i) => `A${100 + i}`);
+    const rows = Array.from({ length: 30 }, (_, j) => ach(`A${j}`, j, '2024-01-01'));
+    const sink = dirSource(dest, { local: true });
+    const opts = { sink, dbPath: db, tables: SCHEMAS, threads: 16, memoryMiB: 64 };
+    await writeRun(
+      dest,
+      R1,
+      'parquet',
+      schools.map((school) => ({ school, resource: 'achievements', mode: 'full', tables: { achievements: rows } })),
+    );
+    await loadIntoDuckDb(opts);
+    await writeRun(
+      dest,
+      R2,
+      'parquet',
+      schools.map((school) => ({
+        school,
+        resource: 'achievements',
+        mode: 'incremental',
+        tables: { achievements: [ach('A1', 99, '2024-02-01')] },
+      })),
+    );
+    const r = await loadIntoDuckDb(opts);
+    expect(r.appliedRuns).toEqual([R2]);
+    expect(r.tables.achievements).toBe(schools.length * rows.length);
+    expect(await dump(db, "SELECT count(*)::INT AS n FROM achievements WHERE id = 'A1' AND points = '99'")).toEqual([
+      { n: schools.length },
+    ]);
   });
 });
