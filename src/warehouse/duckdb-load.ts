@@ -208,12 +208,18 @@ class Load {
     if (buffer === 0) return body();
     const readers = Math.max(1, Math.min(this.threads, Math.floor(((this.opts.readersMiB ?? READERS_MIB) * MiB) / buffer)));
     const limit = this.memoryMiB + Math.ceil((readers * buffer) / MiB) + READING_SLACK_MIB;
+    const restore = [`SET memory_limit = '${this.memoryMiB}MiB'`, `SET threads = ${this.threads}`];
     await this.exec([`SET threads = ${readers}`, `SET memory_limit = '${limit}MiB'`]);
+    let result: T;
     try {
-      return await body();
-    } finally {
-      await this.exec([`SET memory_limit = '${this.memoryMiB}MiB'`, `SET threads = ${this.threads}`]);
+      result = await body();
+    } catch (e) {
+      // the statement's own error is the one to report (explain() names the file from it)
+      await this.exec(restore).catch(() => undefined);
+      throw e;
     }
+    await this.exec(restore);
+    return result;
   }
 
   async run(): Promise<LoadResult> {

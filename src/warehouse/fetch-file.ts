@@ -77,7 +77,9 @@ export function localFiles(src: WarehouseSource, opts: { verify: boolean }): Loc
       return { path, release };
     },
     async close() {
-      if (dir) await rm(await dir, { recursive: true, force: true });
+      // a failed mkdtemp was reported by the get() that met it, and left nothing to remove
+      const made = await dir?.catch(() => undefined);
+      if (made) await rm(made, { recursive: true, force: true });
     },
   };
 }
