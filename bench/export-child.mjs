@@ -9,6 +9,8 @@ const code = process.env.BENCH_CODE === 'src' ? 'src' : 'dist';
 const mod = (p) => (code === 'src' ? `../src/${p}.ts` : `../dist/${p}.js`);
 const { resolveRunConfig } = await import(mod('config/resolve'));
 const { runExport } = await import(mod('pipeline/run'));
+// what the installed command's entry point sets for the whole process before any command (src/cli/main.ts)
+(await import(mod('cli/heap'))).boundHeapGrowth();
 
 const a = JSON.parse(process.argv[2] ?? '{}');
 const cfg = resolveRunConfig(undefined, {

@@ -1,6 +1,7 @@
 import { hideBin } from 'yargs/helpers';
 import { oneLine } from '../errors.ts';
 import { buildCli, exitCodeFor } from './commands.ts';
+import { boundHeapGrowth } from './heap.ts';
 
 /** The entry point bin/school-export.js loads: parse, run one command, map errors to exit codes. */
 
@@ -9,6 +10,8 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   if (e.code === 'EPIPE') process.exit(0);
   throw e;
 });
+
+boundHeapGrowth();
 
 try {
   await (await buildCli(hideBin(process.argv))).parseAsync();
