@@ -59,9 +59,17 @@ function* slices(buf: Buffer): Generator<Buffer> {
 
 /** Decompresses a raw body as it arrives, when it is gzip. */
 export function decompressed(body: Readable | Buffer, gzip: boolean | undefined): Readable {
-  const src = Buffer.isBuffer(body) ? Readable.from(slices(body), { objectMode: false }) : body;
-  if (!gzip) return src;
+  if (!gzip) return Buffer.isBuffer(body) ? Readable.from(slices(body), { objectMode: false }) : body;
   const gunzip = createGunzip({ chunkSize: 64 * 1024 });
+  if (Buffer.isBuffer(body)) {
+    // Written whole, it may be decompressed before anyone iterates it (the incremental parser is
+    // loaded first): a truncated body's error would then find no listener and escape as an
+    // uncaught exception. The iterator still throws it, from the stream's stored error.
+    gunzip.on('error', () => {});
+    gunzip.end(body);
+    return gunzip;
+  }
+  const src = body;
   // pipeline carries a socket error from the body into the gunzip stream we iterate
   pipeline(src, gunzip, () => {});
   return gunzip;

@@ -3,6 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { Readable } from 'node:stream';
 import { decodeBuffered, decodePage, decodeStreamed, type DecodedBatch, type DecodeOptions } from '../../src/decode/index.ts';
 import { ApiError } from '../../src/errors.ts';
+import { decompressed, decodeStreamedBytes } from '../../src/decode/streamed.ts';
 
 function row(i: number) {
   return {
@@ -108,6 +109,36 @@ describe('decodePage picks a path', () => {
   });
 });
 
+describe('gzip pages decompressed whole', () => {
+  // two gzip members: the trailer gives only the last one's size, so it understates the page
+  const twoMembers = (plain: Buffer) => {
+    const cut = Math.floor(plain.length * 0.9);
+    return Buffer.concat([gzipSync(plain.subarray(0, cut)), gzipSync(plain.subarray(cut))]);
+  };
+
+  it('gives one batch whatever the trailer says, when the page is within the threshold', async () => {
+    const plain = page(300);
+    for (const bytes of [gzipSync(plain), twoMembers(plain)]) {
+      const batches = await collect(decodePage(trickle(bytes, 1500), { gzip: true, streamThresholdBytes: plain.length + 1 }));
+      expect(batches).toHaveLength(1);
+      expect(batches[0]!.rows).toEqual(JSON.parse(plain.toString()).data);
+      expect(batches[0]!.bytes).toBe(plain.length);
+    }
+  });
+
+  it('streams a page larger than the threshold once decompressed, told by the trailer or by gunzip stopping', async () => {
+    const plain = page(3000);
+    for (const bytes of [gzipSync(plain), twoMembers(plain)]) {
+      const batches = await collect(
+        decodePage(trickle(bytes, 8191), { gzip: true, streamThresholdBytes: plain.length - 1, batchSize: 1000 }),
+      );
+      expect(batches.length).toBeGreaterThan(1);
+      expect(batches.flatMap((b) => b.rows)).toEqual(JSON.parse(plain.toString()).data);
+      expect(batches.at(-1)!.bytes).toBe(plain.length);
+    }
+  });
+});
+
 describe('broken bodies', () => {
   const cut = (b: Buffer) => b.subarray(0, Math.floor(b.length * 0.6));
 
@@ -131,6 +162,18 @@ describe('broken bodies', () => {
     expect((await failure(decodeBuffered(bytes, { gzip: true }))).retriable).toBe(true);
     expect((await failure(collect(decodeStreamed(trickle(bytes), { gzip: true })))).retriable).toBe(true);
     expect((await failure(collect(decodePage(trickle(bytes), { gzip: true })))).retriable).toBe(true);
+  });
+
+  it('a truncated gzip body held in memory fails the page once: no uncaught exception follows', async () => {
+    // decompressed before the incremental parser is loaded, its error once found no listener
+    const bytes = gzipSync(page(200)).subarray(0, -12);
+    expect((await failure(collect(decodeStreamed(bytes, { gzip: true })))).retriable).toBe(true);
+    // a body small enough to be decompressed to its end before it is iterated
+    const source = decompressed(gzipSync(page(2)).subarray(0, -12), true);
+    // turns of the event loop (each polls the thread pool's results) until zlib has failed it
+    for (let i = 0; i < 10_000 && !source.errored; i++) await new Promise((r) => setImmediate(r));
+    expect(source.errored).toBeTruthy();
+    expect((await failure(collect(decodeStreamedBytes(source)))).retriable).toBe(true);
   });
 
   it('JSON that is wrong is fatal E_PROTOCOL on both paths', async () => {
