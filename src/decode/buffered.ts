@@ -48,26 +48,6 @@ export async function gunzipBuffer(raw: Buffer): Promise<Buffer> {
   }
 }
 
-/** The decompressed size a gzip body's trailer gives (of its last member, modulo 2^32); 0 when too short to have one. */
-export function gzipSize(raw: Buffer): number {
-  return raw.length >= 18 ? raw.readUInt32LE(raw.length - 4) : 0;
-}
-
-/**
- * Decompresses a whole gzip body held in memory into one buffer (sized by its trailer, so no
- * chunks to concatenate), or undefined when it is larger than `limit` once decompressed.
- */
-export async function gunzipWithin(raw: Buffer, limit: number): Promise<Buffer | undefined> {
-  // a little room past the expected size, so zlib ends in this buffer instead of starting another
-  const o = { chunkSize: Math.max(1024, Math.min(gzipSize(raw), limit) + 64), maxOutputLength: Math.max(1, limit) };
-  try {
-    return raw.length <= SMALL_BODY ? gunzipSync(raw, o) : await gunzipAsync(raw, o);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') return undefined;
-    throw classifyStreamError(e);
-  }
-}
-
 /** Reads a stream to its end into one Buffer. */
 export async function readAll(source: AsyncIterable<Buffer>): Promise<Buffer> {
   const chunks: Buffer[] = [];
