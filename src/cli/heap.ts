@@ -8,7 +8,7 @@ import { setFlagsFromString } from 'node:v8';
  * garbage waiting for that limit.
  *
  * Measured (peak RSS; CPU): the wide shape, 4 schools x 30,000 achievements, NDJSON on one thread:
- * 232-236 MB by default, 208 MB at 100%, 198-201 MB at 50%, 191-196 MB at 20%. The 2,000-school
+ * 232-236 MB by default, 206-212 MB at 100%, 198-201 MB at 50%, 191-196 MB at 20%. The 2,000-school
  * incremental night: 297-300 MB by default, 218-220 MB at 100%, 201 MB at 50%, 181-184 MB at 20%;
  * its CPU a school 16.7-17.7 ms by default, 16.6-17.2 ms at 100%, 18.3-18.6 at 50%, 20.7-21.1 ms
  * at 20% (a night of thousands of small tasks keeps many small objects alive across awaits, and

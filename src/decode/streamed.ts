@@ -69,9 +69,8 @@ export function decompressed(body: Readable | Buffer, gzip: boolean | undefined)
     gunzip.end(body);
     return gunzip;
   }
-  const src = body;
   // pipeline carries a socket error from the body into the gunzip stream we iterate
-  pipeline(src, gunzip, () => {});
+  pipeline(body, gunzip, () => {});
   return gunzip;
 }
 
