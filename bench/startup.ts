@@ -23,6 +23,12 @@ export interface StartupResult {
   median: StartupRun;
   /** every run's wall time, ms */
   ms: number[];
+  /**
+   * Node's own start and exit, `node -e 0` in the same environment, timed between the runs (median, ms):
+   * the floor no code of ours can go below. On the bench machine it includes reading the CA
+   * bundle NODE_EXTRA_CA_CERTS names (Node 20 loads it at start: 30 -> 100 ms).
+   */
+  nodeMs: number;
 }
 
 /** CPU time (ms) of the children this process has waited for, from /proc/self/stat (cutime + cstime). */
@@ -40,6 +46,7 @@ export async function startup(o: Opts): Promise<StartupResult> {
   const { schools, rows, repeat } = o.scale.startup;
   const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: 1000, dataShape: o.shape }, false);
   const runs: StartupRun[] = [];
+  const nodeMs: number[] = [];
   try {
     for (let i = 0; i < repeat + 1; i++) {
       const dest = await freshDir(o.work, 'startup');
@@ -47,15 +54,12 @@ export async function startup(o: Opts): Promise<StartupResult> {
       for (const [d, u] of Object.entries(sb.domains)) argv.push('--domain', `${d}=${u}`);
       argv.push('--format', 'ndjson', '--progress', 'none');
       const cpu0 = childrenCpuMs();
-      const t0 = performance.now();
-      const code = await new Promise<number | null>((res) => {
-        const child = spawn(process.execPath, argv, { cwd: ROOT, stdio: 'ignore', env: { ...process.env, SCHOOL_API_TOKEN: sb.token } });
-        child.once('exit', (c) => res(c));
-      });
-      const ms = performance.now() - t0;
+      const { ms, code } = await timed(argv, { ...process.env, SCHOOL_API_TOKEN: sb.token });
       const cpu1 = childrenCpuMs();
       await rm(dest, { recursive: true, force: true });
       if (code !== 0) throw new Error(`start-up: the run exited ${code}`);
+      const bare = await timed(['-e', '0'], process.env);
+      if (i > 0) nodeMs.push(bare.ms);
       o.log(
         `start-up (${o.shape}): run ${i + 1} of ${repeat + 1}${i === 0 ? ' (warm-up: disk caches, compile cache)' : ''}: ${ms.toFixed(0)} ms`,
       );
@@ -65,5 +69,14 @@ export async function startup(o: Opts): Promise<StartupResult> {
     await sb.close();
   }
   const m = median(runs);
-  return { schools, rows, median: m.median, ms: m.ms };
+  return { schools, rows, median: m.median, ms: m.ms, nodeMs: median(nodeMs.map((ms) => ({ ms }))).median.ms };
+}
+
+/** Wall time of one `node ARGV` process, from spawn to exit. */
+async function timed(argv: string[], env: NodeJS.ProcessEnv): Promise<{ ms: number; code: number | null }> {
+  const t0 = performance.now();
+  const code = await new Promise<number | null>((res) => {
+    spawn(process.execPath, argv, { cwd: ROOT, stdio: 'ignore', env }).once('exit', (c) => res(c));
+  });
+  return { ms: performance.now() - t0, code };
 }

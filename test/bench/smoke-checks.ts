@@ -99,4 +99,5 @@ export function expectStartupFigures(results: Results, shape: Shape): void {
   const up = results.startup![shape]!;
   expect(up.ms).toHaveLength(s.startup.repeat);
   expect(up.median.ms).toBeGreaterThan(0);
+  expect(up.nodeMs).toBeGreaterThan(0);
 }
