@@ -28,6 +28,8 @@ export function legacyKey(doc: ManifestDoc): string {
 }
 
 const d = duckdbSql();
+/** Rows an appender takes before they are flushed into their table, where the memory limit bounds them. */
+const FLUSH_ROWS = 10_000;
 
 /**
  * `warehouse load`'s side of the manifest tables the static script builds with SQL (nightly.ts
@@ -37,7 +39,7 @@ const d = duckdbSql();
  * tasks, files and purges are then worked out by the SQL every dialect shares.
  */
 export class ManifestTables {
-  private readonly appenders = new Map<string, DuckDBAppender>();
+  private readonly appenders = new Map<string, { appender: DuckDBAppender; rows: number }>();
 
   constructor(private readonly conn: DuckDBConnection) {}
 
@@ -59,10 +61,10 @@ export class ManifestTables {
     for (const [name, cols] of ddl) await this.conn.run(`CREATE OR REPLACE TEMP TABLE ${d.temp(name)} (${cols})`);
   }
 
-  private async appender(table: string): Promise<DuckDBAppender> {
+  private async appender(table: string): Promise<{ appender: DuckDBAppender; rows: number }> {
     let a = this.appenders.get(table);
     if (!a) {
-      a = await this.conn.createAppender(table);
+      a = { appender: await this.conn.createAppender(table), rows: 0 };
       this.appenders.set(table, a);
     }
     return a;
@@ -70,21 +72,31 @@ export class ManifestTables {
 
   private async row(table: string, values: (string | number | null | undefined)[]): Promise<void> {
     const a = await this.appender(table);
+    const { appender } = a;
     for (const v of values) {
-      if (v === null || v === undefined) a.appendNull();
-      else if (typeof v === 'number') a.appendBigInt(BigInt(Math.trunc(v)));
-      else a.appendVarchar(v);
+      if (v === null || v === undefined) appender.appendNull();
+      else if (typeof v === 'number') appender.appendBigInt(BigInt(Math.trunc(v)));
+      else appender.appendVarchar(v);
     }
-    a.endRow();
+    appender.endRow();
+    // DuckDB's appender holds its rows outside the memory limit until a flush (it flushes by
+    // itself only every 204,800): a load of 10,000 schools' manifests held ~50 MB that way
+    if (++a.rows >= FLUSH_ROWS) {
+      appender.flushSync();
+      a.rows = 0;
+    }
   }
 
   /** Makes what was appended visible to SQL. */
   flush(): void {
-    for (const a of this.appenders.values()) a.flushSync();
+    for (const a of this.appenders.values()) {
+      a.appender.flushSync();
+      a.rows = 0;
+    }
   }
 
   close(): void {
-    for (const a of this.appenders.values()) a.closeSync();
+    for (const a of this.appenders.values()) a.appender.closeSync();
     this.appenders.clear();
   }
 
