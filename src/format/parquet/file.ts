@@ -6,7 +6,7 @@
  * converted type TIMESTAMP_MICROS for older readers (BigQuery and Snowflake load both).
  * Pure: bytes in memory, no streams, so it runs the same in a worker thread.
  */
-import snappy from 'snappyjs';
+import { SnappyCompressor } from 'snappyjs/snappy_compressor.js';
 import type { ColumnType } from '../../table.ts';
 import { ColumnBuilder, statBytes, type Physical } from './column.ts';
 import { encodeStruct, i64, list, struct, type ThriftStruct } from './thrift.ts';
@@ -100,6 +100,24 @@ function booleanValues(c: ColumnBuilder): Buffer {
 }
 
 let scratchBuf = Buffer.alloc(0);
+let packedScratch = Buffer.alloc(0);
+
+/**
+ * Snappy (snappyjs's compressor, the same bytes as its compress()) into this thread's reusable
+ * buffer, then copied out at the compressed size. compress() zero-filled a buffer of the worst
+ * case (the input and a sixth more) per column chunk and returned a view of it, so the whole of it
+ * stayed in memory until the row group was written: ~1.2x a row group's raw bytes per row group in
+ * flight, against its compressed size here.
+ */
+export function snappyCompress(body: Uint8Array): Buffer {
+  const c = new SnappyCompressor(body);
+  const max = c.maxCompressedLength();
+  if (packedScratch.length < max) packedScratch = Buffer.allocUnsafeSlow(Math.max(max, packedScratch.length * 2));
+  const n = c.compressToBuffer(packedScratch);
+  const out = Buffer.allocUnsafeSlow(n);
+  packedScratch.copy(out, 0, 0, n);
+  return out;
+}
 
 export class ParquetFileEncoder {
   readonly builders: ColumnBuilder[];
@@ -150,8 +168,7 @@ export class ParquetFileEncoder {
       const body = this.scratch(levels.length + values.length);
       levels.copy(body, 0);
       values.copy(body, levels.length);
-      const z = snappy.compress(body) as Uint8Array;
-      const packed = Buffer.from(z.buffer, z.byteOffset, z.byteLength); // a view: no second copy
+      const packed = snappyCompress(body);
       const header = encodeStruct(
         struct([1, PAGE_DATA_V1], [2, body.length], [3, packed.length], [5, struct([1, rows], [2, ENC_PLAIN], [3, ENC_RLE], [4, ENC_RLE])]),
       );
