@@ -92,16 +92,34 @@ export class TextOut {
   }
 }
 
+/**
+ * Column builders of this thread, per table layout, lent to a page's ColumnsOut from its first row
+ * to take() (as TextOut's scratch: a page is encoded synchronously, so one set per table is
+ * enough). Before, every task kept a set of its own, sized like its last page, between pages.
+ */
+const spareColumns = new Map<string, ColumnBuilder[][]>();
+
 export class ColumnsOut {
-  readonly builders: ColumnBuilder[];
+  private lent: ColumnBuilder[] | undefined;
+  private readonly layout: string;
   rows = 0;
-  constructor(columns: ParquetColumn[]) {
-    this.builders = columns.map((c) => new ColumnBuilder(PHYSICAL[c.type]));
+  constructor(private readonly columns: ParquetColumn[]) {
+    this.layout = columns.map((c) => `${PHYSICAL[c.type]} ${c.name}`).join('\n');
+  }
+
+  /** The page's builders, one per column (borrowed at the page's first row). */
+  get builders(): ColumnBuilder[] {
+    return (this.lent ??= spareColumns.get(this.layout)?.pop() ?? this.columns.map((c) => new ColumnBuilder(PHYSICAL[c.type])));
   }
 
   take(): ColumnsChunk {
-    const chunk: ColumnsChunk = { kind: 'columns', rows: this.rows, columns: this.builders.map((b) => b.take()) };
+    const builders = this.builders;
+    const chunk: ColumnsChunk = { kind: 'columns', rows: this.rows, columns: builders.map((b) => b.take()) };
     this.rows = 0;
+    this.lent = undefined;
+    let spare = spareColumns.get(this.layout);
+    if (!spare) spareColumns.set(this.layout, (spare = []));
+    if (spare.length < 2) spare.push(builders);
     return chunk;
   }
 }

@@ -121,21 +121,21 @@ export class ColumnBuilder {
   }
 
   /**
-   * The rows so far as a standalone slice, then empty: the builder's own buffers are handed over
-   * (not copied; never Node's shared pool, so they can be transferred to another thread) and the
-   * next rows start in new ones sized like these rows' use.
+   * The rows so far as a standalone slice, then empty: copied out at their exact size into
+   * buffers of their own (never Node's shared pool, so they can be transferred to another thread),
+   * while the builder keeps its buffers for the next rows.
    */
   take(): ColumnSlice {
+    const data = Buffer.allocUnsafeSlow(this.used);
+    this.data.copy(data, 0, 0, this.used);
     const out: ColumnSlice = {
       physical: this.physical,
-      defs: this.defs.subarray(0, this.rows),
-      data: this.data.subarray(0, this.used),
+      defs: this.defs.slice(0, this.rows),
+      data,
       nonNull: this.nonNull,
       min: this.min,
       max: this.max,
     };
-    this.defs = new Uint8Array(Math.max(64, Math.ceil(this.rows * 1.125)));
-    this.data = Buffer.allocUnsafeSlow(Math.max(256, Math.ceil(this.used * 1.125)));
     this.reset();
     return out;
   }
