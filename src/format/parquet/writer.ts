@@ -111,7 +111,7 @@ export class BuiltinParquetWriter implements FormatWriter {
    * and produce the same bytes.
    */
   async writeEncoded(chunk: EncodedChunk): Promise<void> {
-    if (chunk.kind !== 'columns' || chunk.columns.length !== this.enc.builders.length)
+    if (chunk.kind !== 'columns' || chunk.columns.length !== this.enc.columns.length)
       throw new Error('parquet: expected column rows of this table');
     const cursor = new ColumnsCursor(chunk);
     let at = 0;
@@ -121,7 +121,7 @@ export class BuiltinParquetWriter implements FormatWriter {
       const boundary = Math.min(this.limits.rows, (Math.floor(n / 64) + 1) * 64);
       const mayFlush = n + (chunk.rows - at) >= this.limits.rows || this.enc.bufferedBytes + chunkBytes(chunk) >= this.limits.bytes;
       const take = mayFlush ? Math.min(boundary - n, chunk.rows - at) : chunk.rows - at;
-      cursor.next(take).forEach((c, i) => this.enc.builders[i]!.appendSlice(c));
+      this.enc.appendSlices(cursor.next(take));
       at += take;
       this.rowsWritten += take;
       this.enc.rows += take;
