@@ -11,18 +11,22 @@ import { PHYSICAL } from '../format/parquet/file.ts';
  * (12 at 4 tasks of three tables) and handed over the very buffer written, with the slack of its
  * doublings: both were held in memory while the page waited to be written.
  */
-const spare: Buffer[] = [];
+const spare: Buffer[] = []; // smallest first
 /** More than any page has tables: beyond, a returned buffer is left to the collector. */
 const MAX_SPARE = 8;
 
+/** The largest spare buffer (a page's first table to start, its parent, is its largest), or a new one. */
 function borrow(need: number): Buffer {
-  const b = spare.pop();
-  if (b && b.length >= need) return b;
-  return Buffer.allocUnsafeSlow(Math.max(need, b?.length ?? 0, 64 * 1024));
+  const b = spare.at(-1);
+  if (b && b.length >= need) return spare.pop()!;
+  return Buffer.allocUnsafeSlow(Math.max(need, 64 * 1024));
 }
 
 function giveBack(b: Buffer): void {
-  if (spare.length < MAX_SPARE) spare.push(b);
+  if (spare.length >= MAX_SPARE) return;
+  let i = spare.length;
+  while (i > 0 && spare[i - 1]!.length > b.length) i--;
+  spare.splice(i, 0, b);
 }
 
 /**
