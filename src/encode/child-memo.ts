@@ -24,16 +24,33 @@ export { sameJson } from './same-shape.ts';
 /** Per task: a worker's heap is capped, and a school has a few hundred people, not thousands. */
 const MAX_ENTRIES = 5_000;
 
-/** A Parquet value of a memoised row, ready to append: UTF-8 bytes of text, a number, a boolean, or null. */
-type Cell = Uint8Array | number | boolean | null;
+/**
+ * A Parquet value of a memoised row, ready to append: a number, a boolean, or null; for a text
+ * column (BYTE_ARRAY) the offset in the entry's `text` where its UTF-8 bytes end (they start
+ * where the previous text cell's end).
+ */
+type Cell = number | boolean | null;
 
 interface Entry {
   src: unknown;
   same: SameAs;
   /** text formats: the UTF-8 bytes of the line after the parent id's field */
-  rest?: Uint8Array;
+  rest?: Buffer;
   /** parquet: each column's value after the parent id's, `_extra` last */
   cells?: Cell[];
+  /** parquet: the text cells' UTF-8 bytes, one after the other */
+  text?: Buffer;
+}
+
+/**
+ * UTF-8 bytes in a buffer of their own, exactly their size. A memo keeps thousands (a school's
+ * people, per task); Buffer.from() would cut each from Node's shared 8 KB pool, so a memo entry
+ * would keep a whole pool block alive with whatever short-lived bytes shared it.
+ */
+function ownUtf8(s: string): Buffer {
+  const b = Buffer.allocUnsafeSlow(Buffer.byteLength(s));
+  b.write(s);
+  return b;
 }
 
 export class ChildMemo {
@@ -87,7 +104,7 @@ export class ChildMemo {
       }
       if (e === undefined) return this.direct(item, parentId, out);
     }
-    if (this.format === 'parquet') return this.appendColumns(e.cells!, parentId, out as ColumnsOut);
+    if (this.format === 'parquet') return this.appendColumns(e.cells!, e.text!, parentId, out as ColumnsOut);
     const o = out as TextOut;
     o.text(this.head(parentId));
     o.bytes(e.rest!);
@@ -107,16 +124,23 @@ export class ChildMemo {
   private build(item: unknown): Entry | undefined {
     const row = this.flatten(item);
     const same = sameAsFor(item);
-    if (this.format === 'parquet') return { src: item, same, cells: this.cellsOf(row) };
+    if (this.format === 'parquet') return { src: item, same, ...this.cellsOf(row) };
     const line = this.line!(row);
     // the reference line with a null parent id: everything after that field is the item's own
     if (!line.startsWith(this.prefix)) return undefined;
-    return { src: item, same, rest: Buffer.from(line.slice(this.prefix.length)) };
+    return { src: item, same, rest: ownUtf8(line.slice(this.prefix.length)) };
   }
 
   /** The row's Parquet values after the parent id, converted once (appendValue's rules, checked the same way). */
-  private cellsOf(row: Row): Cell[] {
+  private cellsOf(row: Row): { cells: Cell[]; text: Buffer } {
     const cells: Cell[] = [];
+    const texts: string[] = [];
+    let end = 0;
+    const textCell = (t: string) => {
+      texts.push(t);
+      end += Buffer.byteLength(t);
+      cells.push(end);
+    };
     const n = this.cols.length - 1;
     for (let i = 1; i < n; i++) {
       const { name, type } = this.cols[i]!;
@@ -126,35 +150,45 @@ export class ChildMemo {
       else if ((type === 'integer' && typeof v === 'number' && Number.isSafeInteger(v)) || (type === 'double' && typeof v === 'number'))
         cells.push(v);
       else if (type === 'boolean') cells.push(v === true || v === 'true');
-      else if (type === 'string' || type === 'json') cells.push(Buffer.from(typeof v === 'string' ? v : String(v)));
+      else if (type === 'string' || type === 'json') textCell(typeof v === 'string' ? v : String(v));
       else appendValue(undefined as never, v, type, name); // a value of the wrong type: the writer's own error
     }
     const extra = extraJson(row, this.isDeclared);
-    cells.push(extra === null ? null : Buffer.from(extra));
-    return cells;
+    if (extra === null) cells.push(null);
+    else textCell(extra);
+    // each text written on its own (joined first, a lone surrogate could pair with its neighbour)
+    const text = Buffer.allocUnsafeSlow(end);
+    let at = 0;
+    for (const t of texts) at += text.write(t, at);
+    return { cells, text };
   }
 
   /** No memo possible (no id, or an unusual first field): the reference row, this once. */
   private direct(item: unknown, parentId: string | null, out: TextOut | ColumnsOut): void {
     const row = this.flatten(item);
     row[this.parentKey] = parentId;
-    if (this.format === 'parquet') this.appendColumns(this.cellsOf(row), parentId, out as ColumnsOut);
-    else (out as TextOut).line(this.line!(row));
+    if (this.format === 'parquet') {
+      const { cells, text } = this.cellsOf(row);
+      this.appendColumns(cells, text, parentId, out as ColumnsOut);
+    } else (out as TextOut).line(this.line!(row));
   }
 
-  private appendColumns(cells: Cell[], parentId: string | null, out: ColumnsOut): void {
+  private appendColumns(cells: Cell[], text: Buffer, parentId: string | null, out: ColumnsOut): void {
     const b: ColumnBuilder[] = out.builders;
     if (parentId === null) b[0]!.null();
     else b[0]!.string(parentId);
+    let start = 0;
     for (let i = 0; i < cells.length; i++) {
       const c = cells[i]!;
       const col = b[i + 1]!;
       if (c === null) col.null();
-      else if (typeof c === 'number') {
+      else if (col.physical === 'BYTE_ARRAY') {
+        col.utf8Range(text, start, c as number);
+        start = c as number;
+      } else if (typeof c === 'number') {
         if (col.physical === 'DOUBLE') col.double(c);
         else col.int64(c);
-      } else if (typeof c === 'boolean') col.boolean(c);
-      else col.utf8(c);
+      } else col.boolean(c);
     }
     out.rows++;
   }

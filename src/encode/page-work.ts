@@ -22,12 +22,23 @@ export function parsePage(body: Uint8Array, gzip: boolean): ParsedPage {
   const raw = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   let decoded: Buffer;
   try {
-    decoded = gzip ? gunzipSync(raw) : raw;
+    decoded = gzip ? gunzipSync(raw, { chunkSize: gunzipChunk(raw) }) : raw;
   } catch (e) {
     throw classifyStreamError(e);
   }
   const b = parseBufferedPage(decoded);
   return { rows: b.rows, meta: b.meta, bytes: b.bytes };
+}
+
+/**
+ * zlib's output piece for a page: the size its gzip trailer gives (a little over, so zlib ends in
+ * it), so the page comes out in one buffer instead of 16 KB pieces concatenated at the end. The
+ * trailer is only a hint (several members: the last one's size; a lying one: more pieces follow),
+ * hence bounded.
+ */
+function gunzipChunk(raw: Buffer): number {
+  const size = raw.length >= 18 ? raw.readUInt32LE(raw.length - 4) : 0;
+  return Math.min(Math.max(16 * 1024, size + 64), 8 * 1024 * 1024);
 }
 
 export type PageResult = EncodedPage;

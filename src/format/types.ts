@@ -31,7 +31,7 @@ export interface FormatOptions {
   csvFormulaGuard?: boolean;
   /** Parquet only: rows per row group. Default 10,000. */
   rowGroupRows?: number;
-  /** Parquet only (built-in writer): bytes buffered per row group, whichever limit comes first. Default 1 MiB. */
+  /** Parquet only (built-in writer): bytes buffered per row group, whichever limit comes first. Default 512 KiB. */
   rowGroupBytes?: number;
   /** Parquet only: the encoder, 'builtin' (default) or 'parquetjs-lite'. */
   parquetWriter?: 'builtin' | 'parquetjs-lite';

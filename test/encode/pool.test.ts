@@ -180,3 +180,26 @@ describe('the default number of worker threads', () => {
     expect(by(8)).toEqual({ ndjson: 7, csv: 7, parquet: 7 });
   });
 });
+
+describe('parsePage', () => {
+  it('reads gzip bodies whatever their trailer says: one member, several, a trailer too small or too large', async () => {
+    const { parsePage } = await import('../../src/encode/page-work.ts');
+    const json = JSON.stringify({ data: pageRecords(1), meta: { pagination: { next: null, more: false } } });
+    const whole = gzipSync(json);
+    const half = json.length >> 1;
+    // two members: the trailer gives the second's size only
+    const members = Buffer.concat([gzipSync(json.slice(0, half)), gzipSync(json.slice(half))]);
+    const lying = (size: number) => {
+      const b = Buffer.from(whole);
+      b.writeUInt32LE(size, b.length - 4);
+      return b;
+    };
+    for (const body of [whole, members]) {
+      const p = parsePage(body, true);
+      expect(p.bytes).toBe(Buffer.byteLength(json));
+      expect(p.rows).toEqual(JSON.parse(json).data);
+    }
+    // zlib checks the trailer's size as it ends the member: a wrong one is a corrupt body, as on the streamed path
+    for (const size of [1, 2 ** 32 - 1]) expect(() => parsePage(lying(size), true)).toThrow(ApiError);
+  });
+});

@@ -6,7 +6,8 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatByName } from '../../src/format/index.ts';
 import type { FormatOptions } from '../../src/format/index.ts';
-import { encodeLevels } from '../../src/format/parquet/file.ts';
+import snappy from 'snappyjs';
+import { encodeLevels, snappyCompress } from '../../src/format/parquet/file.ts';
 import type { Row, TableSchema } from '../../src/table.ts';
 
 let dir: string;
@@ -81,6 +82,21 @@ describe('built-in parquet writer', () => {
   ])('definition levels round-trip: %s', (_name, levels) => {
     const defs = Uint8Array.from(levels);
     expect(decodeLevels(encodeLevels(defs, defs.length), defs.length)).toEqual(levels);
+  });
+
+  it('compresses into its reused buffer exactly as snappyjs compress() does, whatever that buffer held', () => {
+    // largest first: later inputs reuse a buffer still holding an earlier one's bytes
+    const sizes = [200_000, 70_000, 65_536, 4_097, 300, 17, 1, 0];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (const n of sizes) {
+      // text-like: runs and repeats (copies) mixed with noise (literals), as page bodies are
+      const input = Buffer.alloc(n);
+      for (let i = 0; i < n; i++) input[i] = next() % 4 === 0 ? next() % 256 : 97 + ((i >> 3) % 7);
+      const mine = snappyCompress(input);
+      expect(Buffer.compare(mine, Buffer.from(snappy.compress(input)))).toBe(0);
+      expect(mine.buffer.byteLength).toBe(mine.length); // exactly its size: no worst-case buffer behind it
+    }
   });
 
   it('reads back nulls, negative and pre-1970 values, and min/max statistics', async () => {

@@ -62,14 +62,19 @@ export class ColumnBuilder {
     this.used += 4 + n;
   }
 
-  /** Text already UTF-8 (a memo's cached encoding): the same bytes string() writes for it. */
-  utf8(b: Uint8Array): void {
+  /** Text already UTF-8: bytes [start, end) of `b` (a memo's cached encoding), the bytes string() writes for it. */
+  utf8Range(b: Buffer, start: number, end: number): void {
+    const n = end - start;
     this.def(1);
     this.nonNull++;
-    this.reserve(4 + b.length);
-    this.data.writeUInt32LE(b.length, this.used);
-    this.data.set(b, this.used + 4);
-    this.used += 4 + b.length;
+    this.reserve(4 + n);
+    const data = this.data;
+    data.writeUInt32LE(n, this.used);
+    const at = this.used + 4;
+    // short values byte by byte: cheaper than a call into Buffer.copy, and no view to allocate
+    if (n < 48) for (let i = 0; i < n; i++) data[at + i] = b[start + i]!;
+    else b.copy(data, at, start, end);
+    this.used = at + n;
   }
 
   /** A safe integer (microseconds since the epoch for timestamps, which may be negative). */
@@ -121,21 +126,21 @@ export class ColumnBuilder {
   }
 
   /**
-   * The rows so far as a standalone slice, then empty: the builder's own buffers are handed over
-   * (not copied; never Node's shared pool, so they can be transferred to another thread) and the
-   * next rows start in new ones sized like these rows' use.
+   * The rows so far as a standalone slice, then empty: copied out at their exact size into
+   * buffers of their own (never Node's shared pool, so they can be transferred to another thread),
+   * while the builder keeps its buffers for the next rows.
    */
   take(): ColumnSlice {
+    const data = Buffer.allocUnsafeSlow(this.used);
+    this.data.copy(data, 0, 0, this.used);
     const out: ColumnSlice = {
       physical: this.physical,
-      defs: this.defs.subarray(0, this.rows),
-      data: this.data.subarray(0, this.used),
+      defs: this.defs.slice(0, this.rows),
+      data,
       nonNull: this.nonNull,
       min: this.min,
       max: this.max,
     };
-    this.defs = new Uint8Array(Math.max(64, Math.ceil(this.rows * 1.125)));
-    this.data = Buffer.allocUnsafeSlow(Math.max(256, Math.ceil(this.used * 1.125)));
     this.reset();
     return out;
   }

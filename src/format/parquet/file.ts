@@ -6,9 +6,10 @@
  * converted type TIMESTAMP_MICROS for older readers (BigQuery and Snowflake load both).
  * Pure: bytes in memory, no streams, so it runs the same in a worker thread.
  */
-import snappy from 'snappyjs';
+import { SnappyCompressor } from 'snappyjs/snappy_compressor.js';
 import type { ColumnType } from '../../table.ts';
 import { ColumnBuilder, statBytes, type Physical } from './column.ts';
+import type { ColumnSlice } from '../chunk.ts';
 import { encodeStruct, i64, list, struct, type ThriftStruct } from './thrift.ts';
 
 const MAGIC = Buffer.from('PAR1', 'latin1');
@@ -93,16 +94,57 @@ export function encodeLevels(defs: Uint8Array, n: number): Buffer {
   return out.subarray(0, o);
 }
 
-function booleanValues(c: ColumnBuilder): Buffer {
-  const out = Buffer.alloc(Math.ceil(c.used / 8));
-  for (let i = 0; i < c.used; i++) if (c.data[i] === 1) out[i >> 3]! |= 1 << (i & 7);
+/** BOOLEAN values (one byte each, in pieces) bit-packed, as PLAIN encodes them. */
+function booleanValues(pieces: readonly Uint8Array[], n: number): Buffer {
+  const out = Buffer.alloc(Math.ceil(n / 8));
+  let i = 0;
+  for (const p of pieces) for (let k = 0; k < p.length; k++, i++) if (p[k] === 1) out[i >> 3]! |= 1 << (i & 7);
   return out;
 }
 
+/** A column of a row group, however it was buffered: its levels, and its PLAIN values in pieces. */
+interface ColumnRun {
+  physical: Physical;
+  defs: Uint8Array;
+  values: Uint8Array[];
+  valueBytes: number;
+  nonNull: number;
+  min: number;
+  max: number;
+}
+
+let defsScratch = new Uint8Array(0);
+
 let scratchBuf = Buffer.alloc(0);
+let packedScratch = Buffer.alloc(0);
+
+/**
+ * Snappy (snappyjs's compressor, the same bytes as its compress()) into this thread's reusable
+ * buffer, then copied out at the compressed size. compress() zero-filled a buffer of the worst
+ * case (the input and a sixth more) per column chunk and returned a view of it, so the whole of it
+ * stayed in memory until the row group was written: ~1.2x a row group's raw bytes per row group in
+ * flight, against its compressed size here.
+ */
+export function snappyCompress(body: Uint8Array): Buffer {
+  const c = new SnappyCompressor(body);
+  const max = c.maxCompressedLength();
+  if (packedScratch.length < max) packedScratch = Buffer.allocUnsafeSlow(Math.max(max, packedScratch.length * 2));
+  const n = c.compressToBuffer(packedScratch);
+  const out = Buffer.allocUnsafeSlow(n);
+  packedScratch.copy(out, 0, 0, n);
+  return out;
+}
 
 export class ParquetFileEncoder {
-  readonly builders: ColumnBuilder[];
+  private readonly columnBuilders: ColumnBuilder[];
+  /**
+   * Rows encoded elsewhere (a page's columns, format/chunk.ts), kept as they came until the row
+   * group is written instead of copied into the builders: the page's buffers are exactly its
+   * size, where builders grow by doubling, and a copy left the page's own buffers behind as
+   * garbage. Only while the builders are empty, so rows stay in order.
+   */
+  private pending: ColumnSlice[][] = [];
+  private pendingBytes = 0;
   /** Rows in the row group being built. */
   rows = 0;
   /** Bytes produced so far, the leading magic included (the next row group's file offset). */
@@ -113,7 +155,27 @@ export class ParquetFileEncoder {
 
   constructor(readonly columns: ParquetColumn[]) {
     this.physical = columns.map((c) => PHYSICAL[c.type]);
-    this.builders = this.physical.map((p) => new ColumnBuilder(p));
+    this.columnBuilders = this.physical.map((p) => new ColumnBuilder(p));
+  }
+
+  /** The builders to append rows to, one per column (rows kept as slices are moved into them first). */
+  get builders(): ColumnBuilder[] {
+    if (this.pending.length) {
+      for (const set of this.pending) set.forEach((c, i) => this.columnBuilders[i]!.appendSlice(c));
+      this.pending = [];
+      this.pendingBytes = 0;
+    }
+    return this.columnBuilders;
+  }
+
+  /** Appends rows encoded elsewhere, one slice per column (kept, not copied, while no row is in the builders). */
+  appendSlices(slices: ColumnSlice[]): void {
+    if (this.columnBuilders[0]!.rows > 0) {
+      slices.forEach((c, i) => this.columnBuilders[i]!.appendSlice(c));
+      return;
+    }
+    this.pending.push(slices);
+    for (const c of slices) this.pendingBytes += c.defs.length + c.data.length;
   }
 
   /** One reusable buffer per thread for a page body before compression (flushRowGroup is synchronous). */
@@ -124,14 +186,44 @@ export class ParquetFileEncoder {
 
   /** Bytes buffered in the row group being built. */
   get bufferedBytes(): number {
-    let n = 0;
-    for (const b of this.builders) n += b.byteSize;
+    let n = this.pendingBytes;
+    for (const b of this.columnBuilders) n += b.byteSize;
     return n;
   }
 
   /** The file's first bytes (counted in `offset` from the start). */
   magic(): Buffer {
     return MAGIC;
+  }
+
+  /** Column `column` of the row group being built, from the builders or the kept slices. */
+  private run(column: number, rows: number): ColumnRun {
+    const c = this.columnBuilders[column]!;
+    if (this.pending.length === 0)
+      return {
+        physical: c.physical,
+        defs: c.defs,
+        values: [c.data.subarray(0, c.used)],
+        valueBytes: c.used,
+        nonNull: c.nonNull,
+        min: c.min,
+        max: c.max,
+      };
+    if (defsScratch.length < rows) defsScratch = new Uint8Array(Math.max(rows, defsScratch.length * 2));
+    const r: ColumnRun = { physical: c.physical, defs: defsScratch, values: [], valueBytes: 0, nonNull: 0, min: Infinity, max: -Infinity };
+    let at = 0;
+    for (const set of this.pending) {
+      const s = set[column]!;
+      defsScratch.set(s.defs, at);
+      at += s.defs.length;
+      r.values.push(s.data);
+      r.valueBytes += s.data.length;
+      r.nonNull += s.nonNull;
+      if (s.min < r.min) r.min = s.min;
+      if (s.max > r.max) r.max = s.max;
+    }
+    if (at !== rows) throw new Error(`parquet: column ${this.columns[column]!.name} has ${at} rows, expected ${rows}`);
+    return r;
   }
 
   /** Encodes the buffered rows as one row group (nothing when there are none) and empties the builders. */
@@ -143,15 +235,22 @@ export class ParquetFileEncoder {
     const groupOffset = this.offset;
     let bytes = 0;
     let compressed = 0;
-    this.builders.forEach((c, column) => {
-      if (c.rows !== rows) throw new Error(`parquet: column ${this.columns[column]!.name} has ${c.rows} rows, expected ${rows}`);
+    this.columnBuilders.forEach((b, column) => {
+      if (this.pending.length === 0 && b.rows !== rows)
+        throw new Error(`parquet: column ${this.columns[column]!.name} has ${b.rows} rows, expected ${rows}`);
+      const c = this.run(column, rows);
       const levels = encodeLevels(c.defs, rows);
-      const values = c.physical === 'BOOLEAN' ? booleanValues(c) : c.data.subarray(0, c.used);
-      const body = this.scratch(levels.length + values.length);
+      const values = c.physical === 'BOOLEAN' ? [booleanValues(c.values, c.valueBytes)] : c.values;
+      let size = levels.length;
+      for (const v of values) size += v.length;
+      const body = this.scratch(size);
       levels.copy(body, 0);
-      values.copy(body, levels.length);
-      const z = snappy.compress(body) as Uint8Array;
-      const packed = Buffer.from(z.buffer, z.byteOffset, z.byteLength); // a view: no second copy
+      let at = levels.length;
+      for (const v of values) {
+        body.set(v, at);
+        at += v.length;
+      }
+      const packed = snappyCompress(body);
       const header = encodeStruct(
         struct([1, PAGE_DATA_V1], [2, body.length], [3, packed.length], [5, struct([1, rows], [2, ENC_PLAIN], [3, ENC_RLE], [4, ENC_RLE])]),
       );
@@ -172,8 +271,10 @@ export class ParquetFileEncoder {
       this.offset += meta.compressed;
       bytes += meta.uncompressed;
       compressed += meta.compressed;
-      c.reset();
+      b.reset();
     });
+    this.pending = [];
+    this.pendingBytes = 0;
     this.groups.push({ rows, chunks, bytes, compressed, offset: groupOffset });
     this.totalRows += rows;
     this.rows = 0;
