@@ -4,7 +4,7 @@ import { decodeStreamed, decodeStreamedBytes, decompressed } from './streamed.ts
 import { classifyStreamError, DEFAULT_STREAM_THRESHOLD, type DecodedBatch, type DecodeOptions } from './types.ts';
 
 export { parseBufferedPage, decodeBuffered, decodeStreamed, decodeStreamedBytes };
-export { parseJson, gunzipBuffer, readAll } from './buffered.ts';
+export { parseJson, gunzipBuffer, gunzipWhole, readAll } from './buffered.ts';
 export * from './types.ts';
 export { replaceLoneSurrogates, countsRecord, type SurrogateScope } from './well-formed.ts';
 export { inheritMarks } from './page-marks.ts';

@@ -5,9 +5,8 @@
  * is complete but wrong is not. Across a thread boundary they travel as plain data and are
  * rebuilt as the same ApiError (toWire / fromWire).
  */
-import { gunzipSync } from 'node:zlib';
 import { ApiError, ExportError, type ErrorCode, type ErrorContext } from '../errors.ts';
-import { classifyStreamError, parseBufferedPage, type PageMeta } from '../decode/index.ts';
+import { gunzipWhole, parseBufferedPage, type PageMeta } from '../decode/index.ts';
 import { compileResource, type CompiledResource, type EncodedPage, type PageEncoder } from './page-encoder.ts';
 import type { TaskSetup } from './protocol.ts';
 
@@ -20,25 +19,9 @@ export interface ParsedPage {
 
 export function parsePage(body: Uint8Array, gzip: boolean): ParsedPage {
   const raw = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  let decoded: Buffer;
-  try {
-    decoded = gzip ? gunzipSync(raw, { chunkSize: gunzipChunk(raw) }) : raw;
-  } catch (e) {
-    throw classifyStreamError(e);
-  }
+  const decoded = gzip ? gunzipWhole(raw) : raw;
   const b = parseBufferedPage(decoded);
   return { rows: b.rows, meta: b.meta, bytes: b.bytes };
-}
-
-/**
- * zlib's output piece for a page: the size its gzip trailer gives (a little over, so zlib ends in
- * it), so the page comes out in one buffer instead of 16 KB pieces concatenated at the end. The
- * trailer is only a hint (several members: the last one's size; a lying one: more pieces follow),
- * hence bounded.
- */
-function gunzipChunk(raw: Buffer): number {
-  const size = raw.length >= 18 ? raw.readUInt32LE(raw.length - 4) : 0;
-  return Math.min(Math.max(16 * 1024, size + 64), 8 * 1024 * 1024);
 }
 
 export type PageResult = EncodedPage;
