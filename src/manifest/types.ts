@@ -71,9 +71,9 @@ export interface ManifestTask {
   /** Columns guarded by a property scope in this task (table -> columns), configured or declared, whether or not masked. */
   scope_guarded?: Record<string, string[]>;
   /**
-   * Full reads read as one piece: the SHA-256 of their content (every row as written, minus
-   * `_run_id` and `_extracted_at`, under the run's format, format options and personal-data
-   * policy; docs/scale.md). On `unchanged` tasks, with `read_at` (server time the read began,
+   * Full reads read as one piece, of the tables whose full reads are hashed: the SHA-256 of their
+   * content (every row as written, minus `_run_id` and `_extracted_at`, under the run's format,
+   * format options and personal-data policy; docs/scale.md). On `unchanged` tasks, with `read_at` (server time the read began,
    * ISO 8601 UTC) and `unchanged_since` (the run whose files hold this content).
    */
   content_sha256?: string;

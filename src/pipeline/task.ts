@@ -176,9 +176,26 @@ function openEncoding(plan: TaskPlan, env: TaskEnv, out: TaskOutput, collectKeys
  * Full reads that may turn out unchanged: read from page 1 in one cursor walk (a resumed read
  * holds rows of earlier runs; windows interleave pages in no fixed order). Whether it stays one
  * piece is known only at its end: a checkpoint drops the hash (TaskOutput.forgetContent).
+ *
+ * And only where a later full read can meet the same content again (hashRecorded): hashing costs
+ * about a tenth of a read's CPU (SHA-256 of every row written, and the search for the per-run
+ * values in each row), on the largest reads there are.
  */
 function hashesContent(plan: TaskPlan): boolean {
-  return plan.mode === 'full' && !plan.resume && !readsInWindows(plan);
+  return plan.mode === 'full' && !plan.resume && !readsInWindows(plan) && hashRecorded(plan);
+}
+
+/**
+ * Resources whose full reads record their content's hash: those read in full every run (no
+ * updated_after), those read in full again when a snapshot is due (deletions found by comparing
+ * snapshots), and any whose state holds a hash already. An incremental resource with deletion
+ * records is read in full again only when a directive or a new personal-data policy forces it
+ * (the policy is part of the hash, so that read never matches), and its first incremental read
+ * that writes rows drops the hash: on its first full read (a school's largest read) the hash would
+ * nearly always be computed for nothing. Such a forced read rewrites the table's files instead.
+ */
+function hashRecorded(plan: TaskPlan): boolean {
+  return !plan.spec.incremental || snapshotComparable(plan.spec) || plan.lastContent !== undefined;
 }
 
 /** A fresh content hash for the read (content-hash.ts): under the run's format, options and policy. */

@@ -203,18 +203,35 @@ describe('unchanged snapshots of tables without deletion records, reads in piece
     expect(state().resources.assessment_results!.content).toEqual({ sha256: u!.content_sha256, run_id: later.runId });
   }, 60_000);
 
-  it('a full read committed in checkpoint pieces keeps no hash; deletion records from the API drop the hash of their table', async () => {
-    const pieces = await run(0, { resources: ['achievements', 'deletions'], per_page: 10, checkpoint_pages: 1 });
-    const parts = task(pieces.runId, 'achievements');
+  it('a full read committed in checkpoint pieces keeps no hash; one read in one piece records it', async () => {
+    const resources = ['achievement_attributes'];
+    const pieces = await run(0, { resources, per_page: 4, checkpoint_pages: 1 });
+    const parts = task(pieces.runId, 'achievement_attributes');
     expect(parts.length).toBeGreaterThan(1);
     expect(parts.every((p) => p.content_sha256 === undefined)).toBe(true);
-    expect(state().resources.achievements!.content).toBeUndefined();
-    // read again in one piece (--full-refresh writes everything, and records the hash)
+    expect(state().resources.achievement_attributes!.content).toBeUndefined();
+    // read again in one piece: the hash is recorded, and the next full read with the same rows writes nothing
+    const whole = await run(0, { resources });
+    const [w] = task(whole.runId, 'achievement_attributes');
+    expect(w).toMatchObject({ status: 'committed', content_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(state().resources.achievement_attributes!.content).toEqual({ sha256: w!.content_sha256, run_id: whole.runId });
+    const again = await run(0, { resources });
+    expect(task(again.runId, 'achievement_attributes')[0]).toMatchObject({ status: 'unchanged', unchanged_since: whole.runId });
+  }, 60_000);
+
+  it('an incremental table with deletion records hashes none of its full reads; deletion records from the API drop a hash it holds', async () => {
+    // its full reads come back only when forced, and its first incremental read that writes rows
+    // would drop the hash: its largest reads are not hashed for nothing
     const whole = await run(0, { resources: ['achievements', 'deletions'], full_refresh: true });
     const [w] = task(whole.runId, 'achievements');
-    expect(w).toMatchObject({ status: 'committed', content_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    expect(state().resources.achievements!.content).toEqual({ sha256: w!.content_sha256, run_id: whole.runId });
-    // an achievement deleted upstream: the deletions task records it, and the achievements' hash goes
+    expect(w!.status).toBe('committed');
+    expect(w!.content_sha256).toBeUndefined();
+    expect(state().resources.achievements!.content).toBeUndefined();
+    // a hash recorded by an earlier version: an achievement deleted upstream, the deletions task records it, and the hash goes
+    const path = join(dest, '_state/region=uk/school_id=A1001.json');
+    const s = state();
+    s.resources.achievements!.content = { sha256: 'f'.repeat(64), run_id: whole.runId };
+    writeFileSync(path, JSON.stringify(s));
     const victim = (sb.control.records('A1001', 'achievements')[5] as { id: string }).id;
     sb.control.remove('A1001', 'achievements', victim);
     const next = await run(0, { resources: ['achievements', 'deletions'] });
