@@ -405,8 +405,8 @@ function startupLines(s: StartupResult): Line[] {
   return [
     {
       section: '10 start-up',
-      measure: `the whole command (node bin/school-export.js run), ${s.schools} schools x ${s.rows} achievements, live sandbox, NDJSON`,
-      value: `${int(s.median.ms)} ms wall${cpu} (runs ${s.ms.map((m) => int(m)).join(' / ')} ms); Node's own start (node -e 0) ${int(s.nodeMs)} ms`,
+      measure: `the whole command as installed (node bin/school-export.js run), ${s.schools} schools x ${s.rows} achievements, live sandbox, NDJSON`,
+      value: `${int(s.median.ms)} ms wall${cpu} (runs ${s.ms.map((m) => int(m)).join(' / ')} ms); Node's own start (node -e 0) ${int(s.nodeMs)} ms; from the checkout ${int(s.checkout.ms)} ms`,
       target: `<= ${STARTUP_GOAL_MS} ms`,
       verdict: s.schools === 6 && s.rows === 10 ? verdict(s.median.ms <= STARTUP_GOAL_MS) : '',
     },

@@ -100,4 +100,6 @@ export function expectStartupFigures(results: Results, shape: Shape): void {
   expect(up.ms).toHaveLength(s.startup.repeat);
   expect(up.median.ms).toBeGreaterThan(0);
   expect(up.nodeMs).toBeGreaterThan(0);
+  expect(up.checkout.runs).toHaveLength(s.startup.repeat);
+  expect(up.checkout.ms).toBeGreaterThan(0);
 }
