@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import pLimit from 'p-limit';
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
 import { compareDocs, docOf, listDocs, type ManifestDoc } from '../manifest/layout.ts';
@@ -167,7 +167,7 @@ const ALL = {
  * piece), run by run in run_id order, each run in one transaction, then merges the touched
  * (school, table) pairs into the current-state tables, with the statements the static scripts
  * run (nightly.ts). What it holds in memory does not grow with schools, runs or tasks: the
- * manifests it has not read to the end are read one part at a time into temporary tables;
+ * manifests it has not read to the end are read one part at a time into the scratch database;
  * each table's pending files of a run are staged by one statement per batch of files (after
  * their sha256 is checked); the merge is set-based, and DuckDB spills beyond its memory limit.
  * A crash between runs leaves whole runs applied, never part of one; loading again applies what
@@ -178,7 +178,7 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const plan = buildPlan(opts.tables);
   const progress = opts.onProgress ?? (() => {});
   // Loaded here, not at the top: only `warehouse load` needs the DuckDB binding.
-  prepareDuckDbAllocator();
+  prepareDuckDbAllocator(scratchPath(opts.dbPath) === ':memory:' || !existsSync(opts.dbPath) || statSync(opts.dbPath).size === 0);
   const { DuckDBInstance } = await import('@duckdb/node-api');
   const instance = await DuckDBInstance.create(opts.dbPath).catch((e: unknown) => {
     throw new ConfigError(

@@ -34,7 +34,7 @@ const FLUSH_ROWS = 10_000;
 /**
  * `warehouse load`'s side of the manifest tables the static script builds with SQL (nightly.ts
  * manifestStatements): the documents it has not read to the end are read one at a time, their
- * entries checked (ids and paths become SQL text and paths) and appended to the same temporary
+ * entries checked (ids and paths become SQL text and paths) and appended to the same (scratch or TEMP)
  * tables, so memory holds one part whatever the number of runs and tasks, and the pending
  * tasks, files and purges are then worked out by the SQL every dialect shares.
  */
