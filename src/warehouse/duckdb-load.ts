@@ -1,9 +1,10 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import pLimit from 'p-limit';
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
 import { compareDocs, docOf, listDocs, type ManifestDoc } from '../manifest/layout.ts';
 import type { TableSchema } from '../table.ts';
+import { prepareDuckDbAllocator } from './duckdb-allocator.ts';
 import {
   addColumnsSql,
   describeSql,
@@ -42,6 +43,7 @@ import {
   type TablePlan,
 } from './plan.ts';
 import { duckdbSql } from './render-duckdb.ts';
+import type { SqlDialect } from './sql-dialect.ts';
 import { fullRefreshHint, noLaterFullRead, supersededPending, type SupersededTask } from './supersede.ts';
 
 export interface LoadOptions {
@@ -97,8 +99,33 @@ export interface LoadResult {
   tables: Record<string, number>;
 }
 
-const d = duckdbSql();
+/**
+ * The load's working tables (the manifest tables, the pending tasks and files: the nightly SQL's
+ * temporary tables) are in a database of their own, attached for the load and removed after it:
+ * stored compressed, and evicted by DuckDB as it needs the memory, where TEMP tables are held
+ * (or spilled) uncompressed. At 10,000 schools they are ~220,000 manifest rows, and as TEMP
+ * tables they held 64 MB of DuckDB's memory limit, 84 MB once the pending sets were made.
+ * The staging tables stay TEMP: each lives for one batch, and it is not worth writing its rows
+ * twice (the write-ahead log, then the raw table).
+ */
+export const SCRATCH = '_school_export_scratch';
+const base = duckdbSql();
+const d: SqlDialect = {
+  ...base,
+  temp: (n) => `${base.ident(SCRATCH)}.${base.ident(n)}`,
+  createTemp: (name, select) => `CREATE OR REPLACE TABLE ${base.ident(SCRATCH)}.${base.ident(name)} AS ${select}`,
+};
 const q = (v: string): string => d.str(v);
+
+/** The scratch database's file: next to the warehouse (the same disk and permissions), or in memory with it. */
+export function scratchPath(dbPath: string): string {
+  return dbPath === '' || dbPath.startsWith(':memory:') ? ':memory:' : `${dbPath}.load-scratch`;
+}
+
+function removeScratch(path: string): void {
+  if (path === ':memory:') return;
+  for (const p of [path, `${path}.wal`]) rmSync(p, { force: true });
+}
 /** Rows a batch of a run's schools stages, and staged rows a merge batch works on (a school is never split). */
 const BATCH_ROWS = 200_000;
 const MERGE_ROWS = 50_000;
@@ -129,14 +156,18 @@ function batchesOf(schools: Record<string, unknown>[], limit: number): string[][
   }
   return batches.filter((b) => b.length > 0);
 }
-const ALL = { pending: '_se_all_pending', pendingFiles: '_se_all_pending_files', pendingPurges: '_se_all_pending_purges' } as const;
+const ALL = {
+  pending: d.temp('_se_all_pending'),
+  pendingFiles: d.temp('_se_all_pending_files'),
+  pendingPurges: d.temp('_se_all_pending_purges'),
+} as const;
 
 /**
  * Applies the committed tasks not yet applied (by task key: run, school, resource, checkpoint
  * piece), run by run in run_id order, each run in one transaction, then merges the touched
  * (school, table) pairs into the current-state tables, with the statements the static scripts
  * run (nightly.ts). What it holds in memory does not grow with schools, runs or tasks: the
- * manifests it has not read to the end are read one part at a time into temporary tables;
+ * manifests it has not read to the end are read one part at a time into the scratch database;
  * each table's pending files of a run are staged by one statement per batch of files (after
  * their sha256 is checked); the merge is set-based, and DuckDB spills beyond its memory limit.
  * A crash between runs leaves whole runs applied, never part of one; loading again applies what
@@ -147,6 +178,7 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const plan = buildPlan(opts.tables);
   const progress = opts.onProgress ?? (() => {});
   // Loaded here, not at the top: only `warehouse load` needs the DuckDB binding.
+  prepareDuckDbAllocator(scratchPath(opts.dbPath) === ':memory:' || !existsSync(opts.dbPath) || statSync(opts.dbPath).size === 0);
   const { DuckDBInstance } = await import('@duckdb/node-api');
   const instance = await DuckDBInstance.create(opts.dbPath).catch((e: unknown) => {
     throw new ConfigError(
@@ -154,16 +186,21 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
     );
   });
   const conn = await instance.connect();
+  // what a load that stopped half-way left (the warehouse is open: no other load is running)
+  const scratch = scratchPath(opts.dbPath);
+  removeScratch(scratch);
   const files = localFiles(opts.sink, { verify: opts.verifyChecksums ?? true });
-  const tables = new ManifestTables(conn);
-  const load = new Load(conn, plan, opts, files, tables, progress);
+  const tables = new ManifestTables(conn, SCRATCH);
   try {
-    return await load.run();
+    await conn.run(`ATTACH ${q(scratch)} AS ${d.ident(SCRATCH)}`);
+    return await new Load(conn, plan, opts, files, tables, progress).run();
   } finally {
     tables.close();
     await files.close();
+    await conn.run(`DETACH DATABASE IF EXISTS ${d.ident(SCRATCH)}`).catch(() => undefined);
     conn.closeSync();
     instance.closeSync();
+    removeScratch(scratch);
   }
 }
 
@@ -401,7 +438,9 @@ class Load {
       [T.pendingFiles, ALL.pendingFiles],
       [T.pendingPurges, ALL.pendingPurges],
     ];
-    await this.exec(aside.flatMap(([from, to]) => [`DROP TABLE IF EXISTS ${to}`, `ALTER TABLE ${d.temp(from)} RENAME TO ${to}`]));
+    // RENAME TO takes the bare name (the table stays in its database)
+    const bare = (name: string): string => name.slice(name.lastIndexOf('.') + 1);
+    await this.exec(aside.flatMap(([from, to]) => [`DROP TABLE IF EXISTS ${to}`, `ALTER TABLE ${d.temp(from)} RENAME TO ${bare(to)}`]));
   }
 
   /**
@@ -527,14 +566,17 @@ class Load {
     a.closeSync();
     const mine = `run_id = ${r} AND school_id IN (SELECT school_id FROM _se_batch)`;
     await this.exec([
-      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pending)} AS SELECT * FROM ${ALL.pending} WHERE ${mine}`,
+      d.createTemp(T.pending, `SELECT * FROM ${ALL.pending} WHERE ${mine}`),
       // a compacted file holding rows of this batch is staged whole and counted whole; only this batch's rows are kept
-      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pendingFiles)} AS SELECT table_name, path, sha256, row_count, run_id, school_id, ` +
-        `CASE WHEN ${mine} THEN keep ELSE 0 END AS keep FROM ${ALL.pendingFiles} ` +
-        `WHERE path IN (SELECT path FROM ${ALL.pendingFiles} WHERE ${mine} AND keep = 1)`,
-      `CREATE OR REPLACE TEMP TABLE ${d.temp(T.pendingPurges)} AS SELECT * FROM ${ALL.pendingPurges} WHERE ${mine}`,
+      d.createTemp(
+        T.pendingFiles,
+        `SELECT table_name, path, sha256, row_count, run_id, school_id, CASE WHEN ${mine} THEN keep ELSE 0 END AS keep ` +
+          `FROM ${ALL.pendingFiles} WHERE path IN (SELECT path FROM ${ALL.pendingFiles} WHERE ${mine} AND keep = 1)`,
+      ),
+      d.createTemp(T.pendingPurges, `SELECT * FROM ${ALL.pendingPurges} WHERE ${mine}`),
     ]);
-    const staged = (t: { name: string }): string => d.temp(stageName(t.name));
+    // the staging tables are TEMP (duckdb-stage.ts): not in the scratch database
+    const staged = (t: { name: string }): string => base.temp(stageName(t.name));
     const one = (t: TablePlan): NightlyParts => ({ ...this.parts, plan: { tables: [t] } });
     // Staged and checked first, outside the transaction (temporary tables spill to disk beyond the
     // memory limit; rows inserted inside a transaction stay in memory until it commits); then the

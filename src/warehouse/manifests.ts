@@ -34,14 +34,27 @@ const FLUSH_ROWS = 10_000;
 /**
  * `warehouse load`'s side of the manifest tables the static script builds with SQL (nightly.ts
  * manifestStatements): the documents it has not read to the end are read one at a time, their
- * entries checked (ids and paths become SQL text and paths) and appended to the same temporary
+ * entries checked (ids and paths become SQL text and paths) and appended to the same (scratch or TEMP)
  * tables, so memory holds one part whatever the number of runs and tasks, and the pending
  * tasks, files and purges are then worked out by the SQL every dialect shares.
  */
 export class ManifestTables {
   private readonly appenders = new Map<string, { appender: DuckDBAppender; rows: number }>();
 
-  constructor(private readonly conn: DuckDBConnection) {}
+  /**
+   * `catalog`: the attached database the tables go to (`warehouse load`'s scratch database, where
+   * they are compressed and DuckDB may evict them); without one, TEMP tables (held in memory, or
+   * spilled to temporary files uncompressed).
+   */
+  constructor(
+    private readonly conn: DuckDBConnection,
+    private readonly catalog?: string,
+  ) {}
+
+  /** The table's name in SQL text. */
+  name(table: string): string {
+    return this.catalog ? `${d.ident(this.catalog)}.${d.ident(table)}` : d.temp(table);
+  }
 
   async create(): Promise<void> {
     const v = 'VARCHAR';
@@ -58,13 +71,14 @@ export class ManifestTables {
       [T.guarded, `${id}, table_name ${v}, column_name ${v}`],
       [T.sources, `${id}, source_path ${v}, source_run ${v}, source_seq BIGINT, row_count BIGINT`],
     ];
-    for (const [name, cols] of ddl) await this.conn.run(`CREATE OR REPLACE TEMP TABLE ${d.temp(name)} (${cols})`);
+    for (const [name, cols] of ddl)
+      await this.conn.run(`CREATE OR REPLACE ${this.catalog ? '' : 'TEMP '}TABLE ${this.name(name)} (${cols})`);
   }
 
   private async appender(table: string): Promise<{ appender: DuckDBAppender; rows: number }> {
     let a = this.appenders.get(table);
     if (!a) {
-      a = { appender: await this.conn.createAppender(table), rows: 0 };
+      a = { appender: await this.conn.createAppender(table, this.catalog ? 'main' : null, this.catalog ?? null), rows: 0 };
       this.appenders.set(table, a);
     }
     return a;

@@ -1,8 +1,10 @@
+import { existsSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadIntoDuckDb } from '../../src/warehouse/duckdb-load.ts';
+import { ALLOCATOR_CONF, ALLOCATOR_CONF_VAR, prepareDuckDbAllocator } from '../../src/warehouse/duckdb-allocator.ts';
+import { loadIntoDuckDb, scratchPath } from '../../src/warehouse/duckdb-load.ts';
 import { dirSource, dump, SCHEMAS, writeRun, writeTableFile, meta, type Format } from './fixtures.ts';
 import { ach, ACH_SQL, del, ids, R1, R2, R3, R4, stu, STU_SQL, writeFirstTwoRuns, writeLaterRuns } from './scenarios.ts';
 
@@ -353,5 +355,59 @@ describe('loadIntoDuckDb rules', () => {
     expect(await dump(db, "SELECT count(*)::INT AS n FROM achievements WHERE id = 'A1' AND points = '99'")).toEqual([
       { n: schools.length },
     ]);
+  });
+
+  // At 10,000 schools the manifest tables (~220,000 rows) and the pending sets made from them
+  // held 84 MB of DuckDB's memory as TEMP tables (uncompressed, pinned unless spilled).
+  it('keeps its working tables in a scratch database beside the warehouse, removed after the load (a stale one replaced)', async () => {
+    const schools = Array.from({ length: 40 }, (_, i) => `A${100 + i}`);
+    await writeRun(
+      dest,
+      R1,
+      'parquet',
+      schools.map((school) => ({ school, resource: 'achievements', mode: 'full', tables: { achievements: [ach('A1', 1, '2024-01-01')] } })),
+    );
+    const scratch = scratchPath(db);
+    expect(scratch).not.toBe(db);
+    // what a load killed half-way leaves: not a database at all
+    await writeFile(scratch, 'left by a killed load');
+    await writeFile(`${scratch}.wal`, 'left by a killed load');
+    const seen: number[] = [];
+    const r = await loadIntoDuckDb({
+      sink: dirSource(dest, { local: true }),
+      dbPath: db,
+      tables: SCHEMAS,
+      beforeStage: async () => {
+        seen.push(existsSync(scratch) ? statSync(scratch).size : -1);
+      },
+    });
+    expect(r.tables.achievements).toBe(schools.length);
+    // the manifest tables were there while files were staged (a database file with tables in it)
+    expect(seen.length).toBeGreaterThan(0);
+    for (const size of seen) expect(size).toBeGreaterThan(0);
+    expect(existsSync(scratch)).toBe(false);
+    expect(existsSync(`${scratch}.wal`)).toBe(false);
+    // and nothing of them is left in the warehouse
+    expect(await dump(db, "SELECT count(*)::INT AS n FROM duckdb_tables() WHERE table_name LIKE '\\_se\\_%' ESCAPE '\\'")).toEqual([
+      { n: 0 },
+    ]);
+    expect(scratchPath(':memory:')).toBe(':memory:');
+  });
+});
+
+describe('DuckDB allocator', () => {
+  it("returns freed pages at once in a load into a new warehouse, unless the user's environment says otherwise", () => {
+    const env: NodeJS.ProcessEnv = {};
+    prepareDuckDbAllocator(true, env);
+    expect(env[ALLOCATOR_CONF_VAR]).toBe(ALLOCATOR_CONF);
+    expect(ALLOCATOR_CONF).toMatch(/(^|,)dirty_decay_ms:0(,|$)/);
+    expect(ALLOCATOR_CONF).toMatch(/(^|,)muzzy_decay_ms:0(,|$)/);
+    // a later load (an incremental night) keeps jemalloc's default: returning pages at once costs it CPU
+    const later: NodeJS.ProcessEnv = {};
+    prepareDuckDbAllocator(false, later);
+    expect(later[ALLOCATOR_CONF_VAR]).toBeUndefined();
+    const mine: NodeJS.ProcessEnv = { [ALLOCATOR_CONF_VAR]: 'dirty_decay_ms:1000' };
+    prepareDuckDbAllocator(true, mine);
+    expect(mine[ALLOCATOR_CONF_VAR]).toBe('dirty_decay_ms:1000');
   });
 });
