@@ -102,8 +102,9 @@ export async function startup(o: Opts): Promise<StartupResult> {
 async function installedCopy(work: string): Promise<string> {
   const dir = await freshDir(work, 'installed');
   const files = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }).files;
+  // timestamps kept: bin/school-export.js runs the bundle only when it is not older than dist/cli/main.js
   for (const f of ['package.json', ...files.filter((f) => !f.startsWith('!') && f !== 'npm-shrinkwrap.json')]) {
-    cpSync(join(ROOT, f), join(dir, f), { recursive: true, filter: (src) => !src.endsWith('.map') });
+    cpSync(join(ROOT, f), join(dir, f), { recursive: true, preserveTimestamps: true, filter: (src) => !src.endsWith('.map') });
   }
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   return dir;
