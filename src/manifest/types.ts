@@ -73,8 +73,9 @@ export interface ManifestTask {
   /**
    * Full reads read as one piece, of the tables whose full reads are hashed: the SHA-256 of their
    * content (every row as written, minus `_run_id` and `_extracted_at`, under the run's format,
-   * format options and personal-data policy; docs/scale.md). On `unchanged` tasks, with `read_at` (server time the read began,
-   * ISO 8601 UTC) and `unchanged_since` (the run whose files hold this content).
+   * format options and personal-data policy; docs/scale.md). On `unchanged` tasks, with `read_at`
+   * (server time the read began, ISO 8601 UTC) and `unchanged_since` (the run whose files hold
+   * this content).
    */
   content_sha256?: string;
   read_at?: string;
