@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { existsSync, rmSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import pLimit from 'p-limit';
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
 import { compareDocs, docOf, listDocs, type ManifestDoc } from '../manifest/layout.ts';
@@ -17,6 +17,7 @@ import {
   stageNdjsonSql,
 } from './duckdb-stage.ts';
 import { localFiles, MissingFileError, type LocalFiles } from './fetch-file.ts';
+import { removeScratch, SCRATCH, scratchDialect, scratchPath } from './duckdb-scratch.ts';
 import { ManifestTables, type WarehouseSource } from './manifests.ts';
 import { compactTable, markMergedStatements, mergeStatement, snapshotCleanup } from './merge-sql.ts';
 import {
@@ -43,7 +44,6 @@ import {
   type TablePlan,
 } from './plan.ts';
 import { duckdbSql } from './render-duckdb.ts';
-import type { SqlDialect } from './sql-dialect.ts';
 import { fullRefreshHint, noLaterFullRead, supersededPending, type SupersededTask } from './supersede.ts';
 
 export interface LoadOptions {
@@ -99,33 +99,11 @@ export interface LoadResult {
   tables: Record<string, number>;
 }
 
-/**
- * The load's working tables (the manifest tables, the pending tasks and files: the nightly SQL's
- * temporary tables) are in a database of their own, attached for the load and removed after it:
- * stored compressed, and evicted by DuckDB as it needs the memory, where TEMP tables are held
- * (or spilled) uncompressed. At 10,000 schools they are ~220,000 manifest rows, and as TEMP
- * tables they held 64 MB of DuckDB's memory limit, 84 MB once the pending sets were made.
- * The staging tables stay TEMP: each lives for one batch, and it is not worth writing its rows
- * twice (the write-ahead log, then the raw table).
- */
-export const SCRATCH = '_school_export_scratch';
+const d = scratchDialect;
+/** DuckDB's own dialect: TEMP tables where they are (the staging tables). */
 const base = duckdbSql();
-const d: SqlDialect = {
-  ...base,
-  temp: (n) => `${base.ident(SCRATCH)}.${base.ident(n)}`,
-  createTemp: (name, select) => `CREATE OR REPLACE TABLE ${base.ident(SCRATCH)}.${base.ident(name)} AS ${select}`,
-};
 const q = (v: string): string => d.str(v);
 
-/** The scratch database's file: next to the warehouse (the same disk and permissions), or in memory with it. */
-export function scratchPath(dbPath: string): string {
-  return dbPath === '' || dbPath.startsWith(':memory:') ? ':memory:' : `${dbPath}.load-scratch`;
-}
-
-function removeScratch(path: string): void {
-  if (path === ':memory:') return;
-  for (const p of [path, `${path}.wal`]) rmSync(p, { force: true });
-}
 /** Rows a batch of a run's schools stages, and staged rows a merge batch works on (a school is never split). */
 const BATCH_ROWS = 200_000;
 const MERGE_ROWS = 50_000;
@@ -156,10 +134,12 @@ function batchesOf(schools: Record<string, unknown>[], limit: number): string[][
   }
   return batches.filter((b) => b.length > 0);
 }
+/** The whole load's pending sets, kept aside under these names (computePending). */
+const ASIDE = { pending: '_se_all_pending', pendingFiles: '_se_all_pending_files', pendingPurges: '_se_all_pending_purges' } as const;
 const ALL = {
-  pending: d.temp('_se_all_pending'),
-  pendingFiles: d.temp('_se_all_pending_files'),
-  pendingPurges: d.temp('_se_all_pending_purges'),
+  pending: d.temp(ASIDE.pending),
+  pendingFiles: d.temp(ASIDE.pendingFiles),
+  pendingPurges: d.temp(ASIDE.pendingPurges),
 } as const;
 
 /**
@@ -190,7 +170,7 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const scratch = scratchPath(opts.dbPath);
   removeScratch(scratch);
   const files = localFiles(opts.sink, { verify: opts.verifyChecksums ?? true });
-  const tables = new ManifestTables(conn, SCRATCH);
+  const tables = new ManifestTables(conn, { inScratch: true });
   try {
     await conn.run(`ATTACH ${q(scratch)} AS ${d.ident(SCRATCH)}`);
     return await new Load(conn, plan, opts, files, tables, progress).run();
@@ -434,13 +414,14 @@ class Load {
   private async computePending(): Promise<void> {
     await this.exec(pendingStatements(this.parts));
     const aside: [string, string][] = [
-      [T.pending, ALL.pending],
-      [T.pendingFiles, ALL.pendingFiles],
-      [T.pendingPurges, ALL.pendingPurges],
+      [T.pending, ASIDE.pending],
+      [T.pendingFiles, ASIDE.pendingFiles],
+      [T.pendingPurges, ASIDE.pendingPurges],
     ];
     // RENAME TO takes the bare name (the table stays in its database)
-    const bare = (name: string): string => name.slice(name.lastIndexOf('.') + 1);
-    await this.exec(aside.flatMap(([from, to]) => [`DROP TABLE IF EXISTS ${to}`, `ALTER TABLE ${d.temp(from)} RENAME TO ${bare(to)}`]));
+    await this.exec(
+      aside.flatMap(([from, to]) => [`DROP TABLE IF EXISTS ${d.temp(to)}`, `ALTER TABLE ${d.temp(from)} RENAME TO ${d.ident(to)}`]),
+    );
   }
 
   /**

@@ -5,6 +5,7 @@ import { isSafeId } from '../ids.ts';
 import { MANIFEST_DIR, RUN_ID, readDoc, type DocChunk, type ManifestDoc, type ManifestSource } from '../manifest/layout.ts';
 import type { ManifestTask } from '../manifest/types.ts';
 import { T } from './nightly.ts';
+import { inScratch, SCRATCH } from './duckdb-scratch.ts';
 import { duckdbSql } from './render-duckdb.ts';
 
 /** The part of a Sink the loaders use (a full Sink fits). */
@@ -41,19 +42,23 @@ const FLUSH_ROWS = 10_000;
 export class ManifestTables {
   private readonly appenders = new Map<string, { appender: DuckDBAppender; rows: number }>();
 
+  private readonly catalog: string | undefined;
+
   /**
-   * `catalog`: the attached database the tables go to (`warehouse load`'s scratch database, where
-   * they are compressed and DuckDB may evict them); without one, TEMP tables (held in memory, or
+   * `inScratch`: the tables go to `warehouse load`'s scratch database (duckdb-scratch.ts), where
+   * they are compressed and DuckDB may evict them; otherwise TEMP tables (held in memory, or
    * spilled to temporary files uncompressed).
    */
   constructor(
     private readonly conn: DuckDBConnection,
-    private readonly catalog?: string,
-  ) {}
+    o: { inScratch?: boolean } = {},
+  ) {
+    this.catalog = o.inScratch ? SCRATCH : undefined;
+  }
 
   /** The table's name in SQL text. */
-  name(table: string): string {
-    return this.catalog ? `${d.ident(this.catalog)}.${d.ident(table)}` : d.temp(table);
+  private name(table: string): string {
+    return this.catalog ? inScratch(table) : d.temp(table);
   }
 
   async create(): Promise<void> {

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ALLOCATOR_CONF, ALLOCATOR_CONF_VAR, prepareDuckDbAllocator } from '../../src/warehouse/duckdb-allocator.ts';
-import { loadIntoDuckDb, scratchPath } from '../../src/warehouse/duckdb-load.ts';
+import { loadIntoDuckDb } from '../../src/warehouse/duckdb-load.ts';
+import { scratchPath } from '../../src/warehouse/duckdb-scratch.ts';
 import { dirSource, dump, SCHEMAS, writeRun, writeTableFile, meta, type Format } from './fixtures.ts';
 import { ach, ACH_SQL, del, ids, R1, R2, R3, R4, stu, STU_SQL, writeFirstTwoRuns, writeLaterRuns } from './scenarios.ts';
 
