@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import pLimit from 'p-limit';
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
 import { compareDocs, docOf, listDocs, type ManifestDoc } from '../manifest/layout.ts';
@@ -158,7 +158,7 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const plan = buildPlan(opts.tables);
   const progress = opts.onProgress ?? (() => {});
   // Loaded here, not at the top: only `warehouse load` needs the DuckDB binding.
-  prepareDuckDbAllocator(scratchPath(opts.dbPath) === ':memory:' || !existsSync(opts.dbPath) || statSync(opts.dbPath).size === 0);
+  prepareDuckDbAllocator();
   const { DuckDBInstance } = await import('@duckdb/node-api');
   const instance = await DuckDBInstance.create(opts.dbPath).catch((e: unknown) => {
     throw new ConfigError(

@@ -397,18 +397,14 @@ describe('loadIntoDuckDb rules', () => {
 });
 
 describe('DuckDB allocator', () => {
-  it("returns freed pages at once in a load into a new warehouse, unless the user's environment says otherwise", () => {
+  it("returns freed pages at once in every load, unless the user's environment says otherwise", () => {
     const env: NodeJS.ProcessEnv = {};
-    prepareDuckDbAllocator(true, env);
+    prepareDuckDbAllocator(env);
     expect(env[ALLOCATOR_CONF_VAR]).toBe(ALLOCATOR_CONF);
     expect(ALLOCATOR_CONF).toMatch(/(^|,)dirty_decay_ms:0(,|$)/);
     expect(ALLOCATOR_CONF).toMatch(/(^|,)muzzy_decay_ms:0(,|$)/);
-    // a later load (an incremental night) keeps jemalloc's default: returning pages at once costs it CPU
-    const later: NodeJS.ProcessEnv = {};
-    prepareDuckDbAllocator(false, later);
-    expect(later[ALLOCATOR_CONF_VAR]).toBeUndefined();
     const mine: NodeJS.ProcessEnv = { [ALLOCATOR_CONF_VAR]: 'dirty_decay_ms:1000' };
-    prepareDuckDbAllocator(true, mine);
+    prepareDuckDbAllocator(mine);
     expect(mine[ALLOCATOR_CONF_VAR]).toBe('dirty_decay_ms:1000');
   });
 });
