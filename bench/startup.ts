@@ -29,8 +29,8 @@ export interface StartupResult {
   median: StartupRun;
   /** every run's wall time, ms */
   ms: number[];
-  /** The same command run from the checkout (its staleness check of src/ included): median and every run, ms. */
-  checkout: { ms: number; runs: number[] };
+  /** The same command run from the checkout (its staleness check of src/ included): median wall and CPU, every run's wall, ms. */
+  checkout: { ms: number; cpuMs?: number; runs: number[] };
   /**
    * Node's own start and exit, `node -e 0` in the same environment, timed between the runs (median, ms):
    * the floor no code of ours can go below. On the bench machine it includes reading the CA
@@ -55,7 +55,7 @@ export async function startup(o: Opts): Promise<StartupResult> {
   const sb = await startSandboxProc({ seed: 1, schools, achievementsPerSchool: rows, maxPerPage: 1000, dataShape: o.shape }, false);
   const installed = await installedCopy(o.work);
   const runs: StartupRun[] = [];
-  const fromCheckout: number[] = [];
+  const fromCheckout: StartupRun[] = [];
   const nodeMs: number[] = [];
   const once = async (root: string) => {
     const dest = await freshDir(o.work, 'startup');
@@ -81,19 +81,20 @@ export async function startup(o: Opts): Promise<StartupResult> {
       if (i === 0) continue;
       runs.push(run);
       nodeMs.push(bare.ms);
-      fromCheckout.push(checkout.ms);
+      fromCheckout.push(checkout);
     }
   } finally {
     await sb.close();
     await rm(installed, { recursive: true, force: true });
   }
   const m = median(runs);
+  const c = median(fromCheckout);
   return {
     schools,
     rows,
     median: m.median,
     ms: m.ms,
-    checkout: { ms: median(fromCheckout.map((ms) => ({ ms }))).median.ms, runs: fromCheckout },
+    checkout: { ...c.median, runs: c.ms },
     nodeMs: median(nodeMs.map((ms) => ({ ms }))).median.ms,
   };
 }
