@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { link, lstat, open, readdir, readFile, rename, rm, rmdir } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { link, lstat, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ExportError, oneLine } from '../errors.ts';
@@ -144,9 +144,13 @@ export class LocalSink implements Sink {
     const p = this.localPath(relPath);
     // Absent is the common answer (a school's directive, checked around every commit): asked
     // without the cost of an ENOENT error (measured: most of a nightly run's directive checks).
+    // Read synchronously: what is read here is small (state, directives, manifest parts under
+    // 1 MB), and an async read is four hand-offs to the thread pool (open, stat, read, close),
+    // each dearer than the call on these VMs. `status` at 10,000 schools reads every state
+    // file: 3.2-3.7 s async, 2.1-2.9 s so (4 interleaved runs).
     if (!existsSync(p)) return undefined;
     try {
-      return await readFile(p);
+      return readFileSync(p);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw this.fail('reading', relPath, e);
