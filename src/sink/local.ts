@@ -144,8 +144,9 @@ export class LocalSink implements Sink {
     const p = this.localPath(relPath);
     // Absent is the common answer (a school's directive, checked around every commit): asked
     // without the cost of an ENOENT error (measured: most of a nightly run's directive checks).
-    // Read synchronously: what is read here is small (state, directives, manifest parts under
-    // 1 MB), and an async read is four hand-offs to the thread pool (open, stat, read, close),
+    // Read synchronously: what is read here is mostly small (state, directives, manifest parts
+    // under 1 MB; only an earlier version's run manifest can be tens of MB, read whole either
+    // way), and an async read is four hand-offs to the thread pool (open, stat, read, close),
     // each dearer than the call on these VMs. `status` at 10,000 schools reads every state
     // file: 3.2-3.7 s async, 2.1-2.9 s so (4 interleaved runs).
     if (!existsSync(p)) return undefined;
