@@ -10,7 +10,11 @@
  * `_manifests/`, the bytes of the schools' state files, the load's wall and peak RSS, and the
  * status command's wall and lines. The sandbox runs in its own process (its CPU is not counted),
  * without the replay front: each night's queries differ (updated_after), so nothing could be replayed.
+ * After the incremental night, `status` runs once more against S3 (s3rver in its own process),
+ * the destination's `_state/` and `_manifests/` copied there: on S3 each state file is a request.
  */
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import pLimit from 'p-limit';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -19,6 +23,7 @@ import type { ChildArgs, ChildResult } from './child-types.ts';
 import { ROOT, runChild, startSandboxProc, type SandboxProc } from './procs.ts';
 import type { Line } from './report.ts';
 import type { Opts } from './sections.ts';
+import { S3RVER_CREDENTIALS, S3RVER_ENV, startS3rver } from '../test/helpers/s3rver.ts';
 
 /** Schools per case, by bench mode (the 10,000 case takes minutes: full mode only). */
 export const SCALE_SCHOOLS: Record<string, number[]> = { full: [2_000, 10_000], quick: [2_000], tiny: [6] };
@@ -65,6 +70,8 @@ export interface ScaleCase {
   /** (school, table) pairs the changed achievements touch: achievements and each include with rows */
   changedPairs: number;
   incremental: ScaleNight;
+  /** `status` after the incremental night against S3: what it read copied to s3rver first */
+  statusS3?: CommandCost & { objects: number };
 }
 
 export interface ScaleResult {
@@ -91,7 +98,9 @@ async function scaleCase(o: Opts, schools: number): Promise<ScaleCase> {
     if (touched.changed !== schools) throw new Error(`scale: changed ${touched.changed} achievements, expected ${schools}`);
     o.log(`scale: ${schools} schools, one achievement changed in each; incremental night`);
     const incremental = await night(o, sb, { dest, db, schools });
-    return { schools, full, changedPairs: touched.pairs, incremental };
+    o.log(`scale: ${schools} schools: status on S3 (s3rver)`);
+    const statusS3 = await statusOnS3(o, dest);
+    return { schools, full, changedPairs: touched.pairs, incremental, statusS3 };
   } finally {
     await sb.close();
     await rm(dir, { recursive: true, force: true });
@@ -157,6 +166,28 @@ async function night(o: Opts, sb: SandboxProc, c: { dest: string; db: string; sc
   };
 }
 
+/** `status --dest s3://...` over a copy of what status reads (`_state/`, `_manifests/`) in s3rver. */
+async function statusOnS3(o: Opts, dest: string): Promise<CommandCost & { objects: number }> {
+  const store = await startS3rver();
+  try {
+    const client = new S3Client({ endpoint: store.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3RVER_CREDENTIALS });
+    const read = [...(await listFiles(dest)).keys()].filter((p) => p.startsWith('_state/') || p.startsWith('_manifests/'));
+    const limit = pLimit(16);
+    await Promise.all(
+      read.map((p) =>
+        limit(async () =>
+          client.send(new PutObjectCommand({ Bucket: store.bucket, Key: `scale/${p}`, Body: await readFile(join(dest, p)) })),
+        ),
+      ),
+    );
+    client.destroy();
+    const cost = await command(o, ['status', '--dest', `s3://${store.bucket}/scale`, '--s3-endpoint', store.endpoint], S3RVER_ENV);
+    return { ...cost, objects: read.length };
+  } finally {
+    await store.close();
+  }
+}
+
 /** Tasks of the run manifests the night added, by status (the manifest layout may change: parsed loosely). */
 async function taskCounts(dest: string, before: Map<string, number>): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
@@ -192,7 +223,7 @@ async function listFiles(dir: string, rel = '', out = new Map<string, number>())
  * sources through tsx), in its own process; its peak RSS and CPU come from bench/rusage.mjs,
  * preloaded, which writes them when the process exits.
  */
-async function command(o: Opts, argv: string[]): Promise<CommandCost> {
+async function command(o: Opts, argv: string[], env: Record<string, string> = {}): Promise<CommandCost> {
   const usageFile = join(o.work, `rusage-${process.pid}-${Date.now()}.json`);
   const t0 = performance.now();
   const child = spawn(
@@ -201,7 +232,7 @@ async function command(o: Opts, argv: string[]): Promise<CommandCost> {
     {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, BENCH_RUSAGE_FILE: usageFile },
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...env, BENCH_RUSAGE_FILE: usageFile },
     },
   );
   let lines = 0;
@@ -297,6 +328,15 @@ export function scaleLines(r: ScaleResult | undefined): Line[] {
         inc ? statusOk : undefined,
       );
     }
+    const s3 = c.statusS3;
+    if (!s3) continue; // a record from before this measurement
+    out.push({
+      section: '8 scale',
+      measure: `${int(c.schools)} schools, incremental night: status on S3 (s3rver, local; _state/ and _manifests/ copied there, ${int(s3.objects)} objects)`,
+      value: `${int(s3.ms)} ms (CPU ${int(s3.cpuMs)} ms), ${int(s3.lines)} lines${s3.exitCode === 0 ? '' : ` (exit ${s3.exitCode})`}`,
+      target: '',
+      verdict: '',
+    });
   }
   return out;
 }

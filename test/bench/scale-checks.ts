@@ -5,7 +5,7 @@ import { SCALE_SCHOOLS } from '../../bench/scale.ts';
 /**
  * What bench section 8 (bench/scale.ts) must show at the smoke test's tiny size: two nights per
  * size, the second writing files only for the changed (school, table) pairs, every full table
- * unchanged, and the warehouse load and status commands measured. No timing is asserted.
+ * unchanged, and the warehouse load and status commands measured (status on S3 too). No timing is asserted.
  */
 export function expectScaleFigures(results: Results, table: string): void {
   const r = results.atScale!;
@@ -32,6 +32,11 @@ export function expectScaleFigures(results: Results, table: string): void {
     expect(c.incremental.dataFiles).toBe(c.changedPairs);
     // schools, meta, permissions, ACL and attributes are read in full and found unchanged
     expect(c.incremental.tasks.unchanged).toBe(5 * n);
+    // the same status from S3: every school's state file and the manifests were copied there
+    const s3 = c.statusS3!;
+    expect(s3.exitCode).toBe(0);
+    expect(s3.objects).toBeGreaterThan(n);
+    expect(s3.lines).toBe(c.incremental.statusCmd.lines);
   }
   expect(table).toContain('8 scale');
 }
