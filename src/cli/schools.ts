@@ -9,7 +9,7 @@ import { integerOption, optionalIntegerFlag, wantsJson, withApiOptions, write, t
 /** `school-export schools list|show`: argument parsing and output only; the logic is in src/discovery/. */
 export interface CliIo {
   out: NodeJS.WritableStream & { isTTY?: boolean };
-  err: NodeJS.WritableStream;
+  err: NodeJS.WritableStream & { isTTY?: boolean };
 }
 const stdio = (): CliIo => ({ out: process.stdout, err: process.stderr });
 

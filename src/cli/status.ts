@@ -32,6 +32,7 @@ export async function statusCommandRun(a: StatusArgs, io: CliIo = { out: process
       import('../status/summary.ts'),
     ]);
   const { readWebhookQueue, renderWebhookQueue } = await import('../webhooks/queue-file.ts');
+  const { readingProgress } = await import('../status/reading-progress.ts');
   const cfg = resolveRunConfig(a.pipeline, { dest: a.dest, s3_endpoint: a['s3-endpoint'], s3_region: a['s3-region'] });
   const runs = integerFlag('runs', a.runs ?? 10, 0);
   if (a.table !== undefined && !a.table.trim()) throw new ConfigError('--table "": name a table (e.g. --table achievements)', 'E_USAGE');
@@ -40,7 +41,13 @@ export async function statusCommandRun(a: StatusArgs, io: CliIo = { out: process
     readOnly: true,
   });
   try {
-    const report = await collectStatus(sink, { runs, now });
+    const progress = readingProgress(io.err);
+    let report;
+    try {
+      report = await collectStatus(sink, { runs, now, onStateRead: progress?.update });
+    } finally {
+      progress?.done();
+    }
     // What other parts keep in the destination is shown as a section of its own here: the webhook
     // receiver's run queue (_state/_webhooks/, src/webhooks) is one.
     const sections: StatusSection[] = [];

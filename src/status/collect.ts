@@ -136,7 +136,15 @@ function runStatus(id: string, m: DocHeader | RunManifest | undefined, partTasks
   };
 }
 
-export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number } = {}): Promise<StatusReport> {
+export interface CollectOptions {
+  now?: Date;
+  /** how many of the latest runs to list (default 10) */
+  runs?: number;
+  /** after each school's state file is read (on S3 one request each: minutes at thousands of schools) */
+  onStateRead?: (read: number, total: number) => void;
+}
+
+export async function collectStatus(sink: Sink, o: CollectOptions = {}): Promise<StatusReport> {
   const now = o.now ?? new Date();
   const problems: string[] = [];
   const limit = pLimit(16); // S3 GETs are independent: a few in flight, not thousands
@@ -172,14 +180,18 @@ export async function collectStatus(sink: Sink, o: { now?: Date; runs?: number }
   );
   const runs = runDocs.map((r) => runStatus(r.id, r.final, r.tasks, lockedRuns.has(r.id), now));
 
+  const held = await listStates(sink);
+  let read = 0;
   const states = await Promise.all(
-    (await listStates(sink)).map((s) =>
+    held.map((s) =>
       limit(async () => {
         try {
           return await readState(sink, s.region, s.schoolId);
         } catch (e) {
           problems.push((e as Error).message);
           return undefined;
+        } finally {
+          o.onStateRead?.(++read, held.length);
         }
       }),
     ),

@@ -1,0 +1,34 @@
+/**
+ * One line on a terminal while `status` reads the schools' state files: on S3 each is a request,
+ * and 10,000 of them take about 40 s that would otherwise pass in silence. Shown only on a
+ * terminal and only for many schools (a local destination answers in about a second), redrawn in
+ * place at each whole percent (at most 101 writes, whatever the number of schools), and erased
+ * before the report is printed, so stdout's report and a pipe's copy of stderr stay as they were.
+ */
+export const PROGRESS_FROM_SCHOOLS = 1_000;
+
+export interface ReadingProgress {
+  update(read: number, total: number): void;
+  /** erases the line, if one was shown */
+  done(): void;
+}
+
+export function readingProgress(
+  err: { write(s: string): unknown; isTTY?: boolean },
+  from = PROGRESS_FROM_SCHOOLS,
+): ReadingProgress | undefined {
+  if (!err.isTTY) return undefined;
+  let shown = -1;
+  return {
+    update(read, total) {
+      if (total < from) return;
+      const percent = Math.floor((read * 100) / total);
+      if (percent === shown) return;
+      shown = percent;
+      err.write(`\r\x1b[Kstatus: read ${read.toLocaleString('en')} of ${total.toLocaleString('en')} state files (${percent}%)`);
+    },
+    done() {
+      if (shown >= 0) err.write('\r\x1b[K');
+    },
+  };
+}
