@@ -169,8 +169,8 @@ async function night(o: Opts, sb: SandboxProc, c: { dest: string; db: string; sc
 /** `status --dest s3://...` over a copy of what status reads (`_state/`, `_manifests/`) in s3rver. */
 async function statusOnS3(o: Opts, dest: string): Promise<CommandCost & { objects: number }> {
   const store = await startS3rver();
+  const client = new S3Client({ endpoint: store.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3RVER_CREDENTIALS });
   try {
-    const client = new S3Client({ endpoint: store.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: S3RVER_CREDENTIALS });
     const read = [...(await listFiles(dest)).keys()].filter((p) => p.startsWith('_state/') || p.startsWith('_manifests/'));
     const limit = pLimit(16);
     await Promise.all(
@@ -180,10 +180,10 @@ async function statusOnS3(o: Opts, dest: string): Promise<CommandCost & { object
         ),
       ),
     );
-    client.destroy();
     const cost = await command(o, ['status', '--dest', `s3://${store.bucket}/scale`, '--s3-endpoint', store.endpoint], S3RVER_ENV);
     return { ...cost, objects: read.length };
   } finally {
+    client.destroy();
     await store.close();
   }
 }

@@ -59,6 +59,16 @@ describe('status: progress while reading the state files', () => {
     expect(t.wraps).toBe(0);
   });
 
+  it('cut to a narrow terminal, so the next redraw erases it whole', () => {
+    const t = terminal(30);
+    const p = readingProgress(t)!;
+    for (let read = 1; read <= 2_000; read++) p.update(read, 2_000);
+    expect(t.screen()).toEqual(['status: read 2,000 of 2,000 s']);
+    p.done();
+    expect(t.all()).toEqual([]);
+    expect(t.wraps).toBe(0);
+  });
+
   it('nothing when stderr is not a terminal, and nothing below the threshold', () => {
     expect(readingProgress(new PassThrough())).toBeUndefined();
     const t = terminal();
