@@ -63,7 +63,7 @@ describe('failure modes', () => {
       // Only the receiver's own records (directive, event log) name the school afterwards.
       const left = walk(tmp.dir).filter((p) => p.includes('school_id=A1001') && !p.startsWith('_state/_'));
       expect(left).toEqual([]);
-      const db = join(tmp.dir, '..', `${tmp.dir.split('/').pop()}.duckdb`);
+      const db = tmp.siblingDb;
       const wh = await warehouseState(tmp.dir, db);
       for (const [table, rows] of wh) expect(rows.filter((r) => r._school_id === 'A1001').length, table).toBe(0);
       expect((wh.get('achievements') ?? []).length).toBeGreaterThan(0); // the other schools are there

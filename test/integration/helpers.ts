@@ -11,9 +11,21 @@ import { selectResources } from '../../src/resources/index.ts';
 import type { Row, TableSchema } from '../../src/table.ts';
 import { stripMeta } from '../helpers/read-exports.ts';
 
-export function tempDir(prefix = 'se-'): { dir: string; cleanup: () => void } {
+/**
+ * A fresh directory; cleanup removes it, and `siblingDb` (`<dir>.duckdb` beside it, a warehouse
+ * kept outside the destination a load reads) with DuckDB's write-ahead log.
+ */
+export function tempDir(prefix = 'se-'): { dir: string; siblingDb: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  const siblingDb = `${dir}.duckdb`;
+  return {
+    dir,
+    siblingDb,
+    cleanup: () => {
+      rmSync(dir, { recursive: true, force: true });
+      for (const f of [siblingDb, `${siblingDb}.wal`]) rmSync(f, { force: true });
+    },
+  };
 }
 
 /** A run config pointed at a running sandbox (as a user would with --api-url and --domain). */

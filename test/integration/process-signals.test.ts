@@ -125,7 +125,7 @@ describe('signals and kills', () => {
         if (variant.includes('refused')) expect(pages).toBeLessThanOrEqual(1 + 40 + 1);
         else expect(pages).toBeLessThanOrEqual(40 - 20 + interval + 1);
 
-        const db = join(tmp.dir, '..', `${tmp.dir.split('/').pop()}.duckdb`);
+        const db = tmp.siblingDb;
         const wh = await warehouseState(tmp.dir, db);
         const want = await expectedState(sb, ['A1001'], () => 'uk');
         for (const table of ['achievements', 'achievement_students', 'achievement_employees']) {

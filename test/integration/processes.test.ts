@@ -36,7 +36,7 @@ describe('separate processes', () => {
 
       // A warehouse load now applies the killed run's committed parts (their state advanced, so
       // the next incremental run will not read those rows again).
-      const db = join(tmp.dir, '..', `${tmp.dir.split('/').pop()}.duckdb`);
+      const db = tmp.siblingDb;
       const partial = await warehouseState(tmp.dir, db);
       const committedAch = before.filter((t) => t.resource === 'achievements').reduce((n, t) => n + (t.rows.achievements ?? 0), 0);
       expect(partial.get('achievements')?.length ?? 0).toBe(committedAch);
