@@ -252,7 +252,7 @@ export async function readRun(src: ManifestSource, run: RunDocs): Promise<WholeR
 
 /** What rewriting documents needs of a destination. */
 export interface ManifestStore extends ManifestSource {
-  writeAtomic(relPath: string, data: string | Buffer): Promise<void>;
+  writeAtomic(relPath: string, data: string | Buffer): Promise<unknown>;
 }
 
 /**

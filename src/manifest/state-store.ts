@@ -16,17 +16,21 @@ export function statePath(region: string, schoolId: string): string {
 export async function readState(sink: Sink, region: string, schoolId: string): Promise<SchoolState> {
   const path = statePath(region, schoolId);
   const buf = await sink.read(path);
-  if (!buf) return emptyState(schoolId, region);
+  return buf ? parseState(buf.toString('utf8'), { sink, region, schoolId }) : emptyState(schoolId, region);
+}
+
+/** A state file's text as readState takes it (also from a copy in a digest: src/manifest/state-digest.ts). */
+export function parseState(text: string, at: { sink: Sink; region: string; schoolId: string }): SchoolState {
   try {
-    const parsed = JSON.parse(buf.toString('utf8')) as SchoolState;
-    if (parsed.version !== 1 || parsed.school_id !== schoolId || typeof parsed.resources !== 'object') {
+    const parsed = JSON.parse(text) as SchoolState;
+    if (parsed.version !== 1 || parsed.school_id !== at.schoolId || typeof parsed.resources !== 'object') {
       throw new Error('unexpected shape');
     }
     return parsed;
   } catch (e) {
     throw new ExportError(
       'E_STATE',
-      `state file ${path} at ${sink.url} is unreadable (${(e as Error).message}): restore it from a backup or delete it to re-export that school in full`,
+      `state file ${statePath(at.region, at.schoolId)} at ${at.sink.url} is unreadable (${(e as Error).message}): restore it from a backup or delete it to re-export that school in full`,
     );
   }
 }
@@ -39,10 +43,18 @@ export async function readState(sink: Sink, region: string, schoolId: string): P
  * the next run only reads those rows again (docs/scale.md). A caller about to remove what the
  * previous state refers to (a superseded id list) must keep it.
  */
-export async function writeState(sink: Sink, state: SchoolState, o: { nameDurable?: boolean } = {}): Promise<string> {
+export async function writeState(sink: Sink, state: SchoolState, o: { nameDurable?: boolean } = {}): Promise<WrittenState> {
   const text = JSON.stringify(state) + '\n';
-  await sink.writeAtomic(statePath(state.region, state.school_id), text, o);
-  return text;
+  const path = statePath(state.region, state.school_id);
+  const version = await sink.writeAtomic(path, text, o);
+  return { path, text, version: version ?? undefined };
+}
+
+/** A state file as written: its text, and its version tag where the store gives one (Sink.writeAtomic). */
+export interface WrittenState {
+  path: string;
+  text: string;
+  version: string | undefined;
 }
 
 /**
@@ -75,18 +87,34 @@ export async function updateState(
 }
 
 /** All state files under the destination, for commands that act on every school (webhooks, listing). */
-export async function listStates(sink: Sink): Promise<{ region: string; schoolId: string }[]> {
-  const out: { region: string; schoolId: string }[] = [];
+export async function listStates(sink: Sink): Promise<ListedState[]> {
   // the prefix leaves out _state/_directives, _locks and _swept (on S3, a narrower listing)
-  for (const p of await sink.list('_state/region=')) {
-    const m = /^_state\/region=([^/]+)\/school_id=(A\d+)\.json$/.exec(p);
-    if (m) out.push({ region: m[1]!, schoolId: m[2]! });
+  const files = sink.listVersions
+    ? await sink.listVersions(STATES_PREFIX)
+    : (await sink.list(STATES_PREFIX)).map((path) => ({ path, version: undefined }));
+  const out: ListedState[] = [];
+  for (const f of files) {
+    const m = /^_state\/region=([^/]+)\/school_id=(A\d+)\.json$/.exec(f.path);
+    if (m) out.push({ region: m[1]!, schoolId: m[2]!, path: f.path, version: f.version });
   }
   return out;
 }
 
+const STATES_PREFIX = '_state/region=';
+
+/** A school's state file as listed, with its version tag where the store's listing has one. */
+export interface ListedState {
+  region: string;
+  schoolId: string;
+  path: string;
+  version: string | undefined;
+}
+
+/** Where the webhook receiver writes each school's directive (SchoolDirective). */
+export const DIRECTIVES_PREFIX = '_state/_directives/';
+
 export function directivePath(schoolId: string): string {
-  return `_state/_directives/school_id=${assertSafeId(schoolId)}.json`;
+  return `${DIRECTIVES_PREFIX}school_id=${assertSafeId(schoolId)}.json`;
 }
 
 export async function readDirective(sink: Sink, schoolId: string): Promise<SchoolDirective | undefined> {

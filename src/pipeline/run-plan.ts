@@ -4,7 +4,6 @@ import type { RunConfig } from '../config/resolve.ts';
 import { selectResources } from '../resources/index.ts';
 import { resolveToken } from '../config/credentials.ts';
 import { ExportError, asExportError } from '../errors.ts';
-import { readDirective, readState } from '../manifest/state-store.ts';
 import type { ManifestTask, SchoolDirective, SchoolState } from '../manifest/types.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import type { Sink } from '../sink/types.ts';
@@ -12,6 +11,8 @@ import type { ApiClient } from '../source/client.ts';
 import { discoverSchools, planTask, type PlanSettings } from './plan.ts';
 import type { Reporter } from './progress.ts';
 import { PERMISSIONS_PATH, probeSchool, type SchoolProbe } from './school-probe.ts';
+import { SchoolFiles } from './school-files.ts';
+import { DigestedStates } from '../manifest/state-digest.ts';
 import { ScopeKnowledge } from './scope-knowledge.ts';
 import type { SchoolRef, TaskPlan } from './task.ts';
 
@@ -37,7 +38,14 @@ type PlanIo = { client: ApiClient; sink: Sink; reporter: Reporter };
 export async function planRun(
   cfg: RunConfig,
   io: PlanIo,
-  o: { now: Date; personalData?: string; probe?: boolean; reconcile?: (approved: ReadonlySet<string>) => Promise<string[]> },
+  o: {
+    now: Date;
+    personalData?: string;
+    probe?: boolean;
+    reconcile?: (approved: ReadonlySet<string>) => Promise<string[]>;
+    /** states held at their current version by the runs' digests (S3): not read again */
+    stateCopies?: DigestedStates;
+  },
 ): Promise<RunPlan> {
   const resources = selectResources(cfg.resources, cfg.customResources);
   const discovered = await discoverSchools(io.client, { only: cfg.schools, shard: cfg.shard, perPage: cfg.perPage });
@@ -56,12 +64,14 @@ export async function planRun(
   // Scope masks are decided once every school's permissions were read: one school's list names
   // the permissions another's lacks.
   const scopes = await ScopeKnowledge.load(io.sink, resources, cfg.propertyScopes);
+  // after the reconciliation, which may write directives
+  const files = await SchoolFiles.read(io.sink, o.stateCopies ?? DigestedStates.none(io.sink));
   const limit = pLimit(Math.max(16, 2 * cfg.concurrency));
   const finish: ((() => void) | undefined)[] = [];
   await Promise.all(
     discovered.schools.map((school) =>
       limit(async () => {
-        const done = await planSchool(school, resources, { ...io, plan, settings, now: o.now, probe: o.probe ?? true, scopes });
+        const done = await planSchool(school, resources, { ...io, plan, settings, now: o.now, probe: o.probe ?? true, scopes, files });
         if (done) finish.push(done);
       }),
     ),
@@ -94,13 +104,13 @@ function nothingMessage(cfg: RunConfig, problems: number): string {
 async function planSchool(
   discovered: SchoolRef,
   resources: ResourceSpec[],
-  o: PlanIo & { plan: RunPlan; settings: PlanSettings; now: Date; probe: boolean; scopes: ScopeKnowledge },
+  o: PlanIo & { plan: RunPlan; settings: PlanSettings; now: Date; probe: boolean; scopes: ScopeKnowledge; files: SchoolFiles },
 ): Promise<(() => void) | undefined> {
   let school = discovered;
   let state: SchoolState;
   let directive: SchoolDirective | undefined;
   try {
-    [state, directive] = await Promise.all([readState(o.sink, school.region, school.id), readDirective(o.sink, school.id)]);
+    [state, directive] = await Promise.all([o.files.state(school.region, school.id), o.files.directive(school.id)]);
   } catch (e) {
     skipSchool(o.plan, o.reporter, school, asExportError(e, 'E_STATE', { school: school.id }), 'failed');
     return;

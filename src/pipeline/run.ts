@@ -4,6 +4,9 @@ import { formatByName } from '../format/index.ts';
 import { Committer } from '../manifest/committer.ts';
 import { runEach } from './dispatch.ts';
 import { StateBook } from '../manifest/state-book.ts';
+import { shardOf } from './shard.ts';
+import { DigestedStates, pruneDigests, StateDigestWriter } from '../manifest/state-digest.ts';
+import { listStates } from '../manifest/state-store.ts';
 import { acquireLease, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
@@ -71,6 +74,10 @@ interface RunContext {
   privacy: RunPrivacy;
   /** The schools' state and directives, batched per school while it has tasks in flight. */
   states: StateBook;
+  /** Where each school's final state goes for `status` (stores with version tags only). */
+  digest: StateDigestWriter | undefined;
+  /** The states the runs' digests hold at their current version (stores with version tags only). */
+  copies?: DigestedStates | undefined;
 }
 
 /**
@@ -141,18 +148,35 @@ export async function runExport(cfg: RunConfig, deps: RunDeps): Promise<RunSumma
   }
 }
 
-type StartedDeps = RunDeps & { runId: string; startedAt: Date; guard: Awaited<ReturnType<typeof destinationGuard>> };
+type StartedDeps = RunDeps & {
+  runId: string;
+  startedAt: Date;
+  guard: Awaited<ReturnType<typeof destinationGuard>>;
+  digest?: StateDigestWriter | undefined;
+};
 
 async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
+  let digest: StateDigestWriter | undefined;
+  await io.housekeeping?.bestEffort(DIGEST_STEP, async () => (digest = await StateDigestWriter.open(io.sink, deps.runId)));
+  try {
+    return await executeRun(cfg, io, { ...deps, digest }, requests);
+  } finally {
+    await digest?.abort().catch(() => undefined); // a no-op once committed
+  }
+}
+
+async function executeRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): Promise<RunSummary> {
   const run = startRun(cfg, io, deps, requests);
   // The schools this destination holds are listed while discovery pages; revocations are
   // reconciled only when one of them is no longer approved.
   const held = heldSchools(io.sink, cfg.shard);
   held.catch(() => undefined); // awaited by the reconciliation, which says when it fails
+  run.copies = await stateCopies(cfg, io);
   const plan = await planRun(cfg, io, {
     now: run.startedAt,
     personalData: run.personalData.fingerprint,
     reconcile: (approved) => reconcile(cfg, io, run, held, approved),
+    ...(run.copies ? { stateCopies: run.copies } : {}),
   });
   // recorded before any task can commit a file under this run's policy and format (after discovery:
   // a run stopped by a bad token leaves no record of a policy nothing was written under)
@@ -175,7 +199,46 @@ async function execute(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: {
   for (const t of plan.tasks) run.states.hold(t.school.id);
   // the plan's tasks are taken (and let go) as they start: plan.tasks is empty afterwards
   await runEach(plan.tasks, cfg.concurrency, (t) => runOne(cfg, io, run, t).finally(() => run.states.release(t.school.id)));
+  await writeDigest(io, run.digest);
   return finishRun(io, run, plan);
+}
+
+/**
+ * The digest of the states this run wrote (src/manifest/state-digest.ts): what lets `status` read
+ * thousands of schools' states from S3 in a few requests. Without it `status` reads each file, so
+ * its failure is a warning, never the run's.
+ */
+const DIGEST_STEP = "writing the digest of the schools' states for status";
+
+/**
+ * On a store with version tags (S3), the states of this run's schools that the runs' digests hold
+ * at their current version: planning and each school's first write take them from there instead
+ * of a GetObject each. Any other state file is read as before, so a digest that cannot be read
+ * only costs those reads (one warning).
+ */
+async function stateCopies(cfg: RunConfig, io: RunIo): Promise<DigestedStates | undefined> {
+  if (!io.sink.listVersions) return undefined;
+  const ours = (id: string) => shardOf(id, cfg.shard.count) === cfg.shard.index && (!cfg.schools?.length || cfg.schools.includes(id));
+  const what = "reading the digests of the schools' states";
+  let copies: DigestedStates | undefined;
+  await io.housekeeping?.bestEffort(what, async () => {
+    const listed = (await listStates(io.sink)).filter((s) => ours(s.schoolId));
+    copies = await DigestedStates.read(io.sink, listed, (problem) => io.housekeeping?.failed(what, new Error(problem)));
+  });
+  return copies;
+}
+
+async function writeDigest(io: RunIo, digest: StateDigestWriter | undefined): Promise<void> {
+  if (!digest) return;
+  await io.housekeeping?.bestEffort(DIGEST_STEP, async () => {
+    try {
+      await digest.commit();
+    } catch (e) {
+      await digest.abort().catch(() => undefined);
+      throw e;
+    }
+    await pruneDigests(io.sink);
+  });
 }
 
 function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { count: number }): RunContext {
@@ -195,7 +258,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     ...(deps.guard.result.formatChange ? { format_change: deps.guard.result.formatChange } : {}),
   };
   privacy.header = header;
-  return {
+  const run: RunContext = {
     runId,
     startedAt,
     extractedAt: startedAt.toISOString().replace('Z', '000Z'),
@@ -212,8 +275,11 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     inactive: new Map(),
     personalData,
     privacy,
-    states: new StateBook(io.sink),
+    // the copies are read after the run starts (planRun): looked up when a school is first written
+    states: new StateBook(io.sink, { onSettled: (w) => deps.digest?.add(w), copies: () => run.copies }),
+    digest: deps.digest,
   };
+  return run;
 }
 
 /**

@@ -94,7 +94,7 @@ async function refuseIfRevoked(
   // With a purge, nothing of the school may outlive this run: its state and id lists go too.
   if (purge && afterState) {
     await removeSchoolState(o.sink, o.school);
-    o.states?.forget(o.school.id);
+    o.states?.forget(o.school.region, o.school.id);
   }
   const what = purge ? 'its data was purged' : 'this task was not committed';
   throw new ExportError('E_PURGED', `school ${o.school.id}: access ${off.event} while the run was reading it; ${what}`, {

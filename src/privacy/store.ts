@@ -6,7 +6,7 @@
 export interface DestinationStore {
   readonly url: string;
   read(relPath: string): Promise<Buffer | undefined>;
-  writeAtomic(relPath: string, data: string | Buffer): Promise<void>;
+  writeAtomic(relPath: string, data: string | Buffer): Promise<unknown>;
   /** Relative paths starting with prefix, sorted. */
   list(prefix: string): Promise<string[]>;
   remove(relPaths: string[]): Promise<void>;

@@ -46,7 +46,7 @@ export class LocalSink implements Sink {
    * directory fsync as openFile's commit, without a stream or a checksum (a nightly run at
    * thousands of schools writes thousands of these).
    */
-  async writeAtomic(relPath: string, data: string | Buffer, o: { nameDurable?: boolean } = {}): Promise<void> {
+  async writeAtomic(relPath: string, data: string | Buffer, o: { nameDurable?: boolean } = {}): Promise<undefined> {
     const finalPath = this.localPath(relPath);
     const dir = path.dirname(finalPath);
     const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
@@ -70,6 +70,7 @@ export class LocalSink implements Sink {
       if (renamed) await rm(finalPath, { force: true }).catch(() => undefined);
       throw this.fail('writing', relPath, e);
     }
+    return undefined; // a directory has no version tags
   }
 
   async createExclusive(relPath: string, data: string | Buffer): Promise<boolean> {

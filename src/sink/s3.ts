@@ -25,7 +25,7 @@ import {
 import { openS3File } from './s3-file.ts';
 import { tagOperation, type S3Operation } from './s3-ops.ts';
 import { Housekeeping } from './housekeeping.ts';
-import type { S3SinkOptions, Sink, SinkFile, SinkOptions, TempEntry } from './types.ts';
+import type { S3SinkOptions, Sink, SinkFile, SinkOptions, TempEntry, VersionedPath } from './types.ts';
 
 /** Checks the options, makes the sink and proves the bucket is reachable, before any export work. */
 export async function openS3Sink(bucket: string, prefix: string, opts: SinkOptions & { s3?: S3SinkOptions }): Promise<S3Sink> {
@@ -137,10 +137,13 @@ export class S3Sink implements Sink {
   }
 
   /** A single PutObject is atomic on S3: readers see the old object or the new one, never a mix. */
-  async writeAtomic(relPath: string, data: string | Buffer): Promise<void> {
+  async writeAtomic(relPath: string, data: string | Buffer): Promise<string | undefined> {
     assertSafeRelPath(relPath);
     const body = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    await this.run('writing', relPath, () => this.send('PutObject', (c) => c.send(new PutObjectCommand(this.putParams(relPath, body)))));
+    const out = await this.run('writing', relPath, () =>
+      this.send('PutObject', (c) => c.send(new PutObjectCommand(this.putParams(relPath, body)))),
+    );
+    return out.ETag;
   }
 
   /**
@@ -257,20 +260,28 @@ export class S3Sink implements Sink {
   }
 
   async list(prefix: string): Promise<string[]> {
+    return (await this.listing(prefix)).map((f) => f.path);
+  }
+
+  listVersions(prefix: string): Promise<VersionedPath[]> {
+    return this.listing(prefix);
+  }
+
+  private async listing(prefix: string): Promise<VersionedPath[]> {
     assertSafePrefix(prefix);
     return this.run('listing', prefix || '.', async () => {
-      const out: string[] = [];
+      const out: VersionedPath[] = [];
       let token: string | undefined;
       do {
         const page = await this.send('ListObjectsV2', (c) =>
           c.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.keyPrefix + prefix, ContinuationToken: token })),
         );
         for (const obj of page.Contents ?? []) {
-          if (obj.Key?.startsWith(this.keyPrefix)) out.push(obj.Key.slice(this.keyPrefix.length));
+          if (obj.Key?.startsWith(this.keyPrefix)) out.push({ path: obj.Key.slice(this.keyPrefix.length), version: obj.ETag });
         }
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
-      return out.sort();
+      return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     });
   }
 

@@ -26,12 +26,20 @@ export interface Sink {
    * Small files (state, manifests), replaced atomically. `o.nameDurable: false` (local): the
    * directory is not fsynced after the rename, for a file whose loss after a crash only costs
    * redoing work (a school's state: its old version stays, the next run reads those rows again).
+   * Resolves with the stored object's version tag where the store gives one (S3: its ETag), the
+   * tag `listVersions` shows until the file is replaced.
    */
-  writeAtomic(relPath: string, data: string | Buffer, o?: { nameDurable?: boolean }): Promise<void>;
+  writeAtomic(relPath: string, data: string | Buffer, o?: { nameDurable?: boolean }): Promise<string | undefined>;
   /** The file's bytes, or undefined when absent. */
   read(relPath: string): Promise<Buffer | undefined>;
   /** Relative paths of committed files whose path starts with prefix ('' for all), sorted. */
   list(prefix: string): Promise<string[]>;
+  /**
+   * `list` with each file's version tag (S3: the ETag), from the same listing requests. Only on
+   * stores whose listing carries one; a tag changes whenever the file's content does, so a copy
+   * of a file recorded with its tag is known to be current without reading the file.
+   */
+  listVersions?(prefix: string): Promise<VersionedPath[]>;
   /**
    * Creates relPath holding data only if nothing is there yet: true when this call created it,
    * false when it already existed. Atomic against other processes and hosts sharing the
@@ -61,6 +69,13 @@ export interface Sink {
   /** Local sink only: the absolute file system path of relPath. */
   localPath?(relPath: string): string;
   close(): Promise<void>;
+}
+
+/** A listed file and its version tag (Sink.listVersions). */
+export interface VersionedPath {
+  path: string;
+  /** undefined when the store's listing left it out for this file */
+  version: string | undefined;
 }
 
 /** How far a search for temp files goes (sweepTemp). */

@@ -1,7 +1,8 @@
 import pLimit from 'p-limit';
 import { byRun, listDocs, readHeader, runTasks, type DocHeader, type RunDocs } from '../manifest/layout.ts';
 import { isStale, readLeases } from '../manifest/lease.ts';
-import { listStates, readState } from '../manifest/state-store.ts';
+import { DigestedStates } from '../manifest/state-digest.ts';
+import { DIRECTIVES_PREFIX, listStates, readState, type ListedState } from '../manifest/state-store.ts';
 import type { ManifestTask, RunManifest, SchoolDirective } from '../manifest/types.ts';
 import type { Sink } from '../sink/types.ts';
 import { policyStatus, type PolicyStatus } from '../privacy/status.ts';
@@ -75,8 +76,6 @@ export interface StatusReport {
   /** Files that could not be read, each named with why: shown, never fatal. */
   problems: string[];
 }
-
-const DIRECTIVES = '_state/_directives/';
 
 const secondsBetween = (later: Date, iso: string | null | undefined): number | null => {
   if (!iso) return null;
@@ -181,20 +180,27 @@ export async function collectStatus(sink: Sink, o: CollectOptions = {}): Promise
   const runs = runDocs.map((r) => runStatus(r.id, r.final, r.tasks, lockedRuns.has(r.id), now));
 
   const held = await listStates(sink);
+  // on S3, the runs' digests hold most states at their current version: only the others are read
+  const digested = await DigestedStates.read(sink, held, (p) => problems.push(p));
   let read = 0;
+  const fromFile = (s: ListedState) =>
+    limit(async () => {
+      try {
+        return await readState(sink, s.region, s.schoolId);
+      } catch (e) {
+        problems.push((e as Error).message);
+        return undefined;
+      } finally {
+        o.onStateRead?.(++read, held.length);
+      }
+    });
   const states = await Promise.all(
-    held.map((s) =>
-      limit(async () => {
-        try {
-          return await readState(sink, s.region, s.schoolId);
-        } catch (e) {
-          problems.push((e as Error).message);
-          return undefined;
-        } finally {
-          o.onStateRead?.(++read, held.length);
-        }
-      }),
-    ),
+    held.map((s) => {
+      const copy = digested.take(s);
+      if (!copy) return fromFile(s);
+      o.onStateRead?.(++read, held.length);
+      return Promise.resolve(copy);
+    }),
   );
   const tasks: TaskStatus[] = [];
   for (const st of states) {
@@ -221,7 +227,9 @@ export async function collectStatus(sink: Sink, o: CollectOptions = {}): Promise
   ).catch((e: unknown) => void problems.push((e as Error).message));
 
   // a directive per school the receiver ever heard of: read like the states, a few at a time
-  const directives = await Promise.all((await sink.list(DIRECTIVES)).map((p) => limit(() => readJson<SchoolDirective>(sink, p, problems))));
+  const directives = await Promise.all(
+    (await sink.list(DIRECTIVES_PREFIX)).map((p) => limit(() => readJson<SchoolDirective>(sink, p, problems))),
+  );
   const deactivated: DeactivatedSchool[] = [];
   for (const d of directives) if (d?.deactivated) deactivated.push({ type: 'deactivated', school_id: d.school_id, ...d.deactivated });
   return { dest: sink.url, tasks, runs, deactivated, locks, ...(personal ? { personal_data: personal } : {}), problems };

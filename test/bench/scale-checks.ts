@@ -37,6 +37,9 @@ export function expectScaleFigures(results: Results, table: string): void {
     expect(s3.exitCode).toBe(0);
     expect(s3.objects).toBeGreaterThan(n);
     expect(s3.lines).toBe(c.incremental.statusCmd.lines);
+    // and the same before the digest was written, every state file read
+    expect(s3.direct?.exitCode).toBe(0);
+    expect(s3.direct?.lines).toBe(c.incremental.statusCmd.lines);
   }
   expect(table).toContain('8 scale');
 }

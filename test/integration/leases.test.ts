@@ -192,7 +192,7 @@ describe('acquireLease (injected clock, sleep and liveness)', () => {
     const { sink, dir } = await sinkAt();
     const clock = fakeTime();
     // The heartbeat rewrites the lease through the sink: note each rewrite to await it.
-    const beats: Promise<void>[] = [];
+    const beats: Promise<unknown>[] = [];
     const observed: Sink = Object.assign(Object.create(sink) as Sink, {
       writeAtomic: (p: string, d: string | Buffer) => {
         const w = sink.writeAtomic(p, d);

@@ -25,7 +25,7 @@ class CountingSink extends LocalSink {
     await this.readHold; // what was read is kept: the answer is from before the hold
     return bytes;
   }
-  override async writeAtomic(p: string, data: string | Buffer): Promise<void> {
+  override async writeAtomic(p: string, data: string | Buffer): Promise<undefined> {
     await this.hold;
     if (this.failNextWrite) {
       this.failNextWrite = false;
