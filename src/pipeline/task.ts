@@ -504,9 +504,11 @@ async function commitCheckpoint(
 }
 
 async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: ReadProgress): Promise<void> {
-  await env.admit(); // before anything of the piece is written under a final name
   const sha = progress.seq === 0 ? out.contentDigest() : undefined;
+  // Unchanged: no file is written, only the state, after which the directive is read anyway
+  // (commitPiece). Not asking before saves a read a table: on S3 most of a quiet night's requests.
   if (sha !== undefined && isUnchanged(plan, sha)) return commitUnchanged(plan, env, out, progress, sha);
+  await env.admit(); // before anything of the piece is written under a final name
   let snapshotIdsFile: string | undefined;
   // id lists of an earlier attempt this read no longer continues (refused cursor, dropped resume)
   const obsolete: string[] = [

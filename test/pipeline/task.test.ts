@@ -561,4 +561,37 @@ describe('runTask', () => {
     expect(state.checkpoint).toBeUndefined();
     expect(allFiles('_state/ids')).toEqual([state.known_ids_file]);
   });
+
+  for (const purge of [false, true]) {
+    it(`an unchanged full read of a school revoked while it reads (${purge ? 'with' : 'without'} a purge): ${purge ? 'nothing of the school remains' : 'its state advances, no file'}`, async () => {
+      await attempt(await plan('A1002', 'achievement_attributes'));
+      const before = dataFiles();
+      sb.control.clearRequests();
+      const off = sb.control.onRequest({ school: 'A1002', resource: 'achievements/attributes', page: 3 }, async () => {
+        await writeDirective(sink, {
+          version: 1,
+          school_id: 'A1002',
+          force_full_seq: 0,
+          deactivated: { reason: 'revoked', at: new Date().toISOString(), event: 'accessRevoked', ...(purge ? { purge: true } : {}) },
+          updated_at: new Date().toISOString(),
+        });
+        if (purge) await purgeSchool(sink, 'A1002', 'access revoked', new Date());
+      });
+      try {
+        const again = await attempt(await plan('A1002', 'achievement_attributes'));
+        if (purge) {
+          // no request was needed before the state write: the check after it removes the state
+          expect(again.error).toMatchObject({ code: 'E_PURGED', school: 'A1002' });
+          expect(allFiles().filter((f) => f.includes('school_id=A1002') && !f.startsWith('_state/_directives/'))).toEqual([]);
+        } else {
+          // committed before the revocation took effect, like the school's earlier data: kept
+          expect(again.error).toBeUndefined();
+          expect(again.pieces.map((x) => x.task.status)).toEqual(['unchanged']);
+          expect(dataFiles()).toEqual(before);
+        }
+      } finally {
+        off();
+      }
+    });
+  }
 });
