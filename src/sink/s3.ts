@@ -143,7 +143,7 @@ export class S3Sink implements Sink {
     const out = await this.run('writing', relPath, () =>
       this.send('PutObject', (c) => c.send(new PutObjectCommand(this.putParams(relPath, body)))),
     );
-    return out.ETag;
+    return versionTag(out.ETag);
   }
 
   /**
@@ -277,7 +277,7 @@ export class S3Sink implements Sink {
           c.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.keyPrefix + prefix, ContinuationToken: token })),
         );
         for (const obj of page.Contents ?? []) {
-          if (obj.Key?.startsWith(this.keyPrefix)) out.push({ path: obj.Key.slice(this.keyPrefix.length), version: obj.ETag });
+          if (obj.Key?.startsWith(this.keyPrefix)) out.push({ path: obj.Key.slice(this.keyPrefix.length), version: versionTag(obj.ETag) });
         }
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
@@ -331,6 +331,15 @@ export class S3Sink implements Sink {
       throw new ExportError('E_SINK', `${action} ${this.url}/${relPath} failed: ${oneLine(e)}`, { cause: e });
     }
   }
+}
+
+/**
+ * An ETag as a version tag: S3 quotes it in both PutObject's answer and the listing, but some
+ * compatible stores quote one and not the other; unequal tags only cost a read, equal ones must
+ * mean equal content, which quotes do not change.
+ */
+function versionTag(etag: string | undefined): string | undefined {
+  return etag?.replace(/^"(.*)"$/, '$1') || undefined;
 }
 
 /** The store in messages: the endpoint without credentials or path, or AWS S3. */

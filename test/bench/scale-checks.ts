@@ -40,6 +40,8 @@ export function expectScaleFigures(results: Results, table: string): void {
     // and the same before the digest was written, every state file read
     expect(s3.direct?.exitCode).toBe(0);
     expect(s3.direct?.lines).toBe(c.incremental.statusCmd.lines);
+    expect(s3.states).toBe(n);
+    expect(s3.covered).toBe(n); // the digest held every state at the version listed
   }
   expect(table).toContain('8 scale');
 }

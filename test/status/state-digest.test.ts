@@ -143,6 +143,20 @@ describe('state digests (S3)', () => {
     }
   });
 
+  it("a write's version is the ETag S3 answered, unquoted, and the listing shows the same until the object changes", async () => {
+    const { sink } = await destination();
+    try {
+      const v1 = await sink.writeAtomic('_state/_probe.json', '{"a":1}');
+      expect(v1).toMatch(/^[0-9a-f]{32}$/);
+      expect(await sink.listVersions!('_state/_probe')).toEqual([{ path: '_state/_probe.json', version: v1 }]);
+      const v2 = await sink.writeAtomic('_state/_probe.json', '{"a":2}');
+      expect(v2).not.toBe(v1);
+      expect(await sink.listVersions!('_state/_probe')).toEqual([{ path: '_state/_probe.json', version: v2 }]);
+    } finally {
+      await sink.close();
+    }
+  });
+
   it(`keeps the newest ${DIGESTS_KEPT} digests`, async () => {
     const { sink } = await destination();
     try {
