@@ -172,6 +172,18 @@ describe('runTask', () => {
     return a;
   }
 
+  /** What the webhook receiver does on accessRevoked: the directive, then (with a purge) the removal of everything of the school. */
+  async function revoke(schoolId: string, o: { purge: boolean }): Promise<void> {
+    await writeDirective(sink, {
+      version: 1,
+      school_id: schoolId,
+      force_full_seq: 0,
+      deactivated: { reason: 'revoked', at: new Date().toISOString(), event: 'accessRevoked', ...(o.purge ? { purge: true } : {}) },
+      updated_at: new Date().toISOString(),
+    });
+    if (o.purge) await purgeSchool(sink, schoolId, 'access revoked', new Date());
+  }
+
   /** Rows of one table in the files the pieces list. */
   async function exported(pieces: Piece[], table: string): Promise<Row[]> {
     const out: Row[] = [];
@@ -448,13 +460,7 @@ describe('runTask', () => {
     // The receiver hears accessRevoked (no purge) while page 6 is on its way.
     sb.control.clearRequests();
     const off = sb.control.onRequest({ school: 'A1001', resource: 'achievements', page: 2 }, async () => {
-      await writeDirective(sink, {
-        version: 1,
-        school_id: 'A1001',
-        force_full_seq: 0,
-        deactivated: { reason: 'revoked', at: new Date().toISOString(), event: 'accessRevoked' },
-        updated_at: new Date().toISOString(),
-      });
+      await revoke('A1001', { purge: false });
     });
     try {
       const second = await attempt(await plan('A1001', 'achievements'), { checkpointPages: 4 });
@@ -474,14 +480,7 @@ describe('runTask', () => {
     // directive, then removes everything of the school it finds (nothing committed yet).
     sb.control.clearRequests();
     const off = sb.control.onRequest({ school: 'A1003', resource: 'assessment/aspects', page: 3 }, async () => {
-      await writeDirective(sink, {
-        version: 1,
-        school_id: 'A1003',
-        force_full_seq: 0,
-        deactivated: { reason: 'revoked', at: new Date().toISOString(), event: 'accessRevoked', purge: true },
-        updated_at: new Date().toISOString(),
-      });
-      await purgeSchool(sink, 'A1003', 'access revoked', new Date());
+      await revoke('A1003', { purge: true });
     });
     try {
       const a = await attempt(p, { checkpointPages: 0 });
@@ -568,14 +567,7 @@ describe('runTask', () => {
       const before = dataFiles();
       sb.control.clearRequests();
       const off = sb.control.onRequest({ school: 'A1002', resource: 'achievements/attributes', page: 3 }, async () => {
-        await writeDirective(sink, {
-          version: 1,
-          school_id: 'A1002',
-          force_full_seq: 0,
-          deactivated: { reason: 'revoked', at: new Date().toISOString(), event: 'accessRevoked', ...(purge ? { purge: true } : {}) },
-          updated_at: new Date().toISOString(),
-        });
-        if (purge) await purgeSchool(sink, 'A1002', 'access revoked', new Date());
+        await revoke('A1002', { purge });
       });
       try {
         const again = await attempt(await plan('A1002', 'achievement_attributes'));
