@@ -18,7 +18,7 @@ import type { SchoolState } from './types.ts';
  * webhook, a hand edit): those files are read as before. A file the listing no longer shows (a
  * purge) is not read at all. The answer is exactly that of reading every file.
  *
- * Line: {"path":"_state/region=uk/school_id=A1.json","version":"\"<etag>\"","state":{...}}
+ * Line: {"path":"_state/region=uk/school_id=A1.json","version":"<etag, unquoted>","state":{...}}
  */
 export const DIGESTS_PREFIX = '_state/_digests/';
 const SUFFIX = '.ndjson.gz';
@@ -103,7 +103,10 @@ export class DigestedStates {
     private readonly texts: Map<string, string>,
   ) {}
 
-  static readonly none = (sink: Sink): DigestedStates => new DigestedStates(sink, new Map());
+  /** No copies: every state is read from its file (a store without version tags, a dry run). */
+  static none(sink: Sink): DigestedStates {
+    return new DigestedStates(sink, new Map());
+  }
 
   /**
    * Digests are read newest first until every listed file is found (or none is left). A digest
@@ -117,7 +120,7 @@ export class DigestedStates {
     const wanted = new Map<string, string>();
     for (const s of listed) if (s.version !== undefined) wanted.set(s.path, s.version);
     const texts = new Map<string, string>();
-    if (wanted.size > 0 && sink.listVersions) {
+    if (wanted.size > 0) {
       for (const path of await listDigests(sink)) {
         let text: string;
         try {

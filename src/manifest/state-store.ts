@@ -47,7 +47,7 @@ export async function writeState(sink: Sink, state: SchoolState, o: { nameDurabl
   const text = JSON.stringify(state) + '\n';
   const path = statePath(state.region, state.school_id);
   const version = await sink.writeAtomic(path, text, o);
-  return { path, text, version: version ?? undefined };
+  return { path, text, version };
 }
 
 /** A state file as written: its text, and its version tag where the store gives one (Sink.writeAtomic). */

@@ -203,11 +203,6 @@ async function executeRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests
   return finishRun(io, run, plan);
 }
 
-/**
- * The digest of the states this run wrote (src/manifest/state-digest.ts): what lets `status` read
- * thousands of schools' states from S3 in a few requests. Without it `status` reads each file, so
- * its failure is a warning, never the run's.
- */
 const DIGEST_STEP = "writing the digest of the schools' states for status";
 
 /**
@@ -218,7 +213,8 @@ const DIGEST_STEP = "writing the digest of the schools' states for status";
  */
 async function stateCopies(cfg: RunConfig, io: RunIo): Promise<DigestedStates | undefined> {
   if (!io.sink.listVersions) return undefined;
-  const ours = (id: string) => shardOf(id, cfg.shard.count) === cfg.shard.index && (!cfg.schools?.length || cfg.schools.includes(id));
+  const asked = cfg.schools?.length ? new Set(cfg.schools) : undefined;
+  const ours = (id: string) => shardOf(id, cfg.shard.count) === cfg.shard.index && (!asked || asked.has(id));
   const what = "reading the digests of the schools' states";
   let copies: DigestedStates | undefined;
   await io.housekeeping?.bestEffort(what, async () => {
@@ -228,6 +224,11 @@ async function stateCopies(cfg: RunConfig, io: RunIo): Promise<DigestedStates | 
   return copies;
 }
 
+/**
+ * The digest of the states this run wrote (src/manifest/state-digest.ts): what lets `status` read
+ * thousands of schools' states from S3 in a few requests. Without it `status` reads each file, so
+ * its failure is a warning, never the run's.
+ */
 async function writeDigest(io: RunIo, digest: StateDigestWriter | undefined): Promise<void> {
   if (!digest) return;
   await io.housekeeping?.bestEffort(DIGEST_STEP, async () => {

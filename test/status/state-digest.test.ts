@@ -50,6 +50,16 @@ describe('state digests (S3)', () => {
     return { dest, sink, night };
   };
 
+  /** A fresh destination on s3rver for `fn`, its sink closed after. */
+  const onDestination = async (fn: (d: Awaited<ReturnType<typeof destination>>) => Promise<void>) => {
+    const d = await destination();
+    try {
+      await fn(d);
+    } finally {
+      await d.sink.close();
+    }
+  };
+
   /** The status both ways: through the digests, and reading every state file (a sink without version tags). */
   async function bothWays(sink: Sink): Promise<{ viaDigest: StatusReport; direct: StatusReport; stateReads: number }> {
     const prefix = new URL(sink.url).pathname.slice(1);
@@ -62,22 +72,18 @@ describe('state digests (S3)', () => {
   }
 
   it('a night writes a digest of every state it wrote; status then reads no state file and answers the same', async () => {
-    const { sink, night } = await destination();
-    try {
+    await onDestination(async ({ sink, night }) => {
       const first = await night();
       expect(await sink.list(DIGESTS_PREFIX)).toEqual([digestPath(first.runId)]);
       const { viaDigest, direct, stateReads } = await bothWays(sink);
       expect(direct.tasks).toHaveLength(SCHOOLS * 2);
       expect(viaDigest).toEqual(direct);
       expect(stateReads).toBe(0);
-    } finally {
-      await sink.close();
-    }
+    });
   });
 
   it('the next night reads no state file either: planning and the first writes take the digest copies', async () => {
-    const { sink, night } = await destination();
-    try {
+    await onDestination(async ({ sink, night }) => {
       await night();
       const prefix = new URL(sink.url).pathname.slice(1);
       await store.clearRequests();
@@ -87,14 +93,11 @@ describe('state digests (S3)', () => {
       const { viaDigest, direct } = await bothWays(sink);
       expect(direct.tasks.every((t) => t.last_run_id === second.runId)).toBe(true);
       expect(viaDigest).toEqual(direct);
-    } finally {
-      await sink.close();
-    }
+    });
   });
 
   it('after a run of one school, the older digest still covers the others', async () => {
-    const { sink, night } = await destination();
-    try {
+    await onDestination(async ({ sink, night }) => {
       await night();
       sb.control.update('A1001', 'achievements', (sb.control.records('A1001', 'achievements')[0] as { id: string }).id, { comment: 'x' });
       const second = await night({ schools: ['A1001'] });
@@ -103,14 +106,11 @@ describe('state digests (S3)', () => {
       expect(direct.tasks.filter((t) => t.last_run_id === second.runId).map((t) => t.school_id)).toEqual(['A1001', 'A1001']);
       expect(viaDigest).toEqual(direct);
       expect(stateReads).toBe(0);
-    } finally {
-      await sink.close();
-    }
+    });
   });
 
   it('a state written since the digest (a webhook, a run killed before its digest) is read from its file; a purged one not at all', async () => {
-    const { sink, night } = await destination();
-    try {
+    await onDestination(async ({ sink, night }) => {
       await night();
       const [changed, purged] = (await listStates(sink)).slice(0, 2);
       await updateState(sink, changed!.region, changed!.schoolId, (s) => {
@@ -124,49 +124,38 @@ describe('state digests (S3)', () => {
       expect(direct.tasks.some((t) => t.school_id === purged!.schoolId)).toBe(false);
       expect(viaDigest).toEqual(direct);
       expect(stateReads).toBe(1);
-    } finally {
-      await sink.close();
-    }
+    });
   });
 
   it('a damaged digest is named as a problem and its states are read from their files', async () => {
-    const { sink, night } = await destination();
-    try {
+    await onDestination(async ({ sink, night }) => {
       const first = await night();
       await sink.writeAtomic(digestPath(first.runId), Buffer.from('not gzip'));
       const { viaDigest, direct, stateReads } = await bothWays(sink);
       expect(viaDigest.problems).toEqual([expect.stringContaining(`${digestPath(first.runId)}: unreadable`)]);
       expect({ ...viaDigest, problems: [] }).toEqual(direct);
       expect(stateReads).toBe(SCHOOLS);
-    } finally {
-      await sink.close();
-    }
+    });
   });
 
   it("a write's version is the ETag S3 answered, unquoted, and the listing shows the same until the object changes", async () => {
-    const { sink } = await destination();
-    try {
+    await onDestination(async ({ sink }) => {
       const v1 = await sink.writeAtomic('_state/_probe.json', '{"a":1}');
       expect(v1).toMatch(/^[0-9a-f]{32}$/);
       expect(await sink.listVersions!('_state/_probe')).toEqual([{ path: '_state/_probe.json', version: v1 }]);
       const v2 = await sink.writeAtomic('_state/_probe.json', '{"a":2}');
       expect(v2).not.toBe(v1);
       expect(await sink.listVersions!('_state/_probe')).toEqual([{ path: '_state/_probe.json', version: v2 }]);
-    } finally {
-      await sink.close();
-    }
+    });
   });
 
   it(`keeps the newest ${DIGESTS_KEPT} digests`, async () => {
-    const { sink } = await destination();
-    try {
+    await onDestination(async ({ sink }) => {
       const ids = Array.from({ length: DIGESTS_KEPT + 3 }, (_, i) => `20290101T0000${String(i).padStart(2, '0')}.000Z-ab12`);
       for (const id of ids) await sink.writeAtomic(digestPath(id), Buffer.alloc(0));
       await pruneDigests(sink);
       expect(await sink.list(DIGESTS_PREFIX)).toEqual(ids.slice(3).map(digestPath));
-    } finally {
-      await sink.close();
-    }
+    });
   });
 });
 
