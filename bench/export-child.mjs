@@ -10,7 +10,7 @@ const mod = (p) => (code === 'src' ? `../src/${p}.ts` : `../dist/${p}.js`);
 const { resolveRunConfig } = await import(mod('config/resolve'));
 const { runExport } = await import(mod('pipeline/run'));
 // what the installed command's entry point sets for the whole process before any command (src/cli/main.ts)
-(await import(mod('cli/heap'))).boundHeapGrowth();
+(await import(mod('cli/heap'))).boundHeap();
 
 const a = JSON.parse(process.argv[2] ?? '{}');
 const cfg = resolveRunConfig(undefined, {
@@ -58,6 +58,7 @@ for (const t of perTask.values()) {
 const result = {
   ms,
   cpuMs: (cpu.user + cpu.system) / 1000,
+  sysMs: cpu.system / 1000,
   rows: Object.fromEntries(Object.entries(summary.tables).map(([t, v]) => [t, v.rows])),
   pages,
   bytes,

@@ -1,4 +1,5 @@
-import { setFlagsFromString } from 'node:v8';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 
 /**
  * How far V8 lets the old generation grow past what a full collection left alive before it
@@ -16,8 +17,65 @@ import { setFlagsFromString } from 'node:v8';
  */
 export const HEAP_GROWING_PERCENT = 100;
 
+/**
+ * The young generation (V8's new space, two semispaces) this process lets grow to: what Node 20
+ * gives it on its own. V8 sizes its limit from the machine's memory, and Node 24's V8 four times
+ * Node 20's here (24 GiB): 128 MB against 32 MB. A run on one thread filled it with pages' parsed
+ * rows that die young anyway.
+ *
+ * Measured on Node 24, the wide shape (4 schools x 30,000 achievements), peak RSS uncapped / at
+ * 32 MB: NDJSON 316-338 / 238-263 MB, Parquet with `--workers 0` 281-301 / 241-248 MB (with the
+ * pool 243-262 / 252-256: its workers have their own limit, src/encode/pool.ts). CPU: -1% to +13%
+ * a run, +6% on average over 8 pairs (this shared machine's noise is of that size). On Node 20 the
+ * cap is V8's own limit: nothing changes there.
+ *
+ * Not lower: at 8 MB the wide shape's Parquet on one thread fell to 169-182 MB on Node 20 (from
+ * 195-216), but NDJSON's CPU rose by 18-23% and CSV's by 9-31% (their rows' objects survive more
+ * scavenges), and an incremental night of 1,000 small schools made 4x the scavenges (+0.5 ms of
+ * CPU a school). At 16 MB the young generation overshot to 32 MB in 3 of 4 Parquet runs.
+ */
+export const YOUNG_GENERATION_MB = 32;
+
+/** What the installed command sets for its whole process before any command (bench/export-child.mjs does the same). */
+export function boundHeap(): void {
+  boundHeapGrowth();
+  boundYoungGeneration(YOUNG_GENERATION_MB * 2 ** 20);
+}
+
 /** Sets V8's heap growth for this process, unless node was started with its own (NODE_OPTIONS cannot carry it). */
 export function boundHeapGrowth(): void {
   if (process.execArgv.some((a) => /heap[-_]growing[-_]percent/.test(a))) return;
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+}
+
+/**
+ * Keeps the young generation at or below `capBytes`, unless node was started with a size of its
+ * own (`--max-semi-space-size`, on the command line or in NODE_OPTIONS). Its limit is fixed when
+ * the process starts, and an installed command cannot pass flags to its own process (a shebang's
+ * `env -S` is missing from BusyBox's env, so from Alpine images). What V8 reads at run time is how
+ * much the young generation grows after a scavenge that found many survivors
+ * (`--semi-space-growth-factor`): 1 stops it. So growth is off, and after each collection it is
+ * allowed again only while the young generation is below the cap. Collections are reported after
+ * the fact, so a burst of them can grow it one step past the cap before growth stops.
+ * Returns a function that stops watching (growth stays as last set).
+ */
+export function boundYoungGeneration(capBytes: number): () => void {
+  const own = (a: string) => /semi[-_]space/.test(a);
+  if (process.execArgv.some(own) || (process.env.NODE_OPTIONS ?? '').split(/\s+/).some(own)) return () => undefined;
+  let factor = 0;
+  const allowGrowth = () => {
+    const want = youngGenerationBytes() < capBytes ? 2 : 1;
+    if (want === factor) return;
+    factor = want;
+    setFlagsFromString(`--semi-space-growth-factor=${want}`);
+  };
+  allowGrowth();
+  const watch = new PerformanceObserver(allowGrowth);
+  watch.observe({ entryTypes: ['gc'] });
+  return () => watch.disconnect();
+}
+
+/** The young generation's current size (both semispaces), bytes. */
+export function youngGenerationBytes(): number {
+  return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 }

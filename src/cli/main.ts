@@ -1,7 +1,7 @@
 import { hideBin } from 'yargs/helpers';
 import { oneLine } from '../errors.ts';
 import { buildCli, exitCodeFor } from './commands.ts';
-import { boundHeapGrowth } from './heap.ts';
+import { boundHeap } from './heap.ts';
 
 /** The entry point bin/school-export.js loads: parse, run one command, map errors to exit codes. */
 
@@ -11,7 +11,7 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
-boundHeapGrowth();
+boundHeap();
 
 try {
   await (await buildCli(hideBin(process.argv))).parseAsync();
