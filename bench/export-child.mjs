@@ -58,7 +58,6 @@ for (const t of perTask.values()) {
 const result = {
   ms,
   cpuMs: (cpu.user + cpu.system) / 1000,
-  sysMs: cpu.system / 1000,
   rows: Object.fromEntries(Object.entries(summary.tables).map(([t, v]) => [t, v.rows])),
   pages,
   bytes,
