@@ -10,7 +10,8 @@ const mod = (p) => (code === 'src' ? `../src/${p}.ts` : `../dist/${p}.js`);
 const { resolveRunConfig } = await import(mod('config/resolve'));
 const { runExport } = await import(mod('pipeline/run'));
 // what the installed command's entry point sets for the whole process before any command (src/cli/main.ts)
-(await import(mod('cli/heap'))).boundHeap();
+const heap = await import(mod('cli/heap'));
+heap.boundHeap();
 
 const a = JSON.parse(process.argv[2] ?? '{}');
 const cfg = resolveRunConfig(undefined, {
@@ -27,6 +28,8 @@ const cfg = resolveRunConfig(undefined, {
   ...(a.schools ? { schools: a.schools } : {}),
   ...a.config,
 });
+// and what `school-export run` sets once it knows the format (src/cli/run.ts)
+heap.boundYoungGenerationFor((await import(mod('format/index'))).formatByName(cfg.format));
 // Pages and bytes per task, from the progress events (the last event of a task has its totals).
 const perTask = new Map();
 const reporter = {

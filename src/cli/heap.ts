@@ -1,5 +1,8 @@
+import { subscribe } from 'node:diagnostics_channel';
 import { PerformanceObserver } from 'node:perf_hooks';
+import type { Worker } from 'node:worker_threads';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import type { Format } from '../format/types.ts';
 
 /**
  * How far V8 lets the old generation grow past what a full collection left alive before it
@@ -29,10 +32,10 @@ export const HEAP_GROWING_PERCENT = 100;
  * a run, +6% on average over 8 pairs (this shared machine's noise is of that size). On Node 20 the
  * cap is V8's own limit: nothing changes there.
  *
- * Not lower: at 8 MB the wide shape's Parquet on one thread fell to 169-182 MB on Node 20 (from
- * 195-216), but NDJSON's CPU rose by 18-23% and CSV's by 9-31% (their rows' objects survive more
- * scavenges), and an incremental night of 1,000 small schools made 4x the scavenges (+0.5 ms of
- * CPU a school). At 16 MB the young generation overshot to 32 MB in 3 of 4 Parquet runs.
+ * Not lower for every run: at 8 MB NDJSON's CPU rose by 18-23% and CSV's by 9-31% (their rows'
+ * objects survive more scavenges). Parquet's did not, and its peak fell by 30-40 MB: a Parquet run
+ * takes 8 MB (Format.youngGenerationMb, src/format/parquet.ts). At 16 MB the young generation
+ * overshot to 32 MB in 3 of 4 Parquet runs.
  */
 export const YOUNG_GENERATION_MB = 32;
 
@@ -48,6 +51,12 @@ export function boundHeapGrowth(): void {
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
 
+/** The cap in force: boundYoungGeneration's latest, read after each collection. */
+let youngCapBytes = 0;
+let watching = false;
+/** Worker threads running: the flag is theirs too, so the cap steps aside while any runs. */
+let workers = 0;
+
 /**
  * Keeps the young generation at or below `capBytes`, unless node was started with a size of its
  * own (`--max-semi-space-size`, on the command line or in NODE_OPTIONS). Its limit is fixed when
@@ -57,20 +66,44 @@ export function boundHeapGrowth(): void {
  * (`--semi-space-growth-factor`): 1 stops it. So growth is off, and after each collection it is
  * allowed again only while the young generation is below the cap. Collections are reported after
  * the fact, so a burst of them can grow it past the cap before growth stops (one doubling seen on
- * Node 20, a few smaller steps on Node 24).
+ * Node 20, a few smaller steps on Node 24). A later call sets another cap (a run, once it knows its
+ * format: boundYoungGenerationFor); it does not shrink what has grown already.
+ *
+ * The flag is the process's, not this thread's: V8 puts it back to 2 when it sets up a worker
+ * thread's heap, and while it is 1 a worker's young generation cannot grow either. Kept at its
+ * first size, the Parquet pool's worker cost 23-34% more CPU (measured, wide shape, 3 runs). So
+ * while worker threads run (Node's `worker_threads` diagnostics channel tells when one starts),
+ * the flag is left at V8's default: their own limit bounds them (src/encode/pool.ts), and this
+ * thread's young generation may grow to V8's.
  */
 export function boundYoungGeneration(capBytes: number): void {
   const own = (a: string) => /semi[-_]space/.test(a);
   if (process.execArgv.some(own) || (process.env.NODE_OPTIONS ?? '').split(/\s+/).some(own)) return;
-  let factor = 0;
-  const allowGrowth = () => {
-    const want = youngGenerationBytes() < capBytes ? 2 : 1;
-    if (want === factor) return;
-    factor = want;
-    setFlagsFromString(`--semi-space-growth-factor=${want}`);
-  };
+  youngCapBytes = capBytes;
   allowGrowth();
+  if (watching) return;
+  watching = true;
   new PerformanceObserver(allowGrowth).observe({ entryTypes: ['gc'] });
+  subscribe('worker_threads', (message) => {
+    workers++;
+    setGrowthFactor(2);
+    (message as { worker: Worker }).worker.once('exit', () => workers--);
+  });
+}
+
+/** After every collection, not only when it changes: a worker's start resets it (above). */
+function allowGrowth(): void {
+  if (workers === 0) setGrowthFactor(youngGenerationBytes() < youngCapBytes ? 2 : 1);
+}
+
+/** About 8 us a call. */
+function setGrowthFactor(factor: 1 | 2): void {
+  setFlagsFromString(`--semi-space-growth-factor=${factor}`);
+}
+
+/** A run's young generation: its format's own cap (Format.youngGenerationMb), where it has one. */
+export function boundYoungGenerationFor(format: Pick<Format, 'youngGenerationMb'>): void {
+  if (format.youngGenerationMb !== undefined) boundYoungGeneration(format.youngGenerationMb * 2 ** 20);
 }
 
 /** The young generation's current size (both semispaces), bytes. */

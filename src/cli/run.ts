@@ -1,13 +1,14 @@
 import type { Argv, CommandModule } from 'yargs';
 import { DEFAULTS, resolveRunConfig } from '../config/resolve.ts';
 import type { LogLevel, PipelineConfig, PipelineKey, ProgressMode } from '../config/schema.ts';
-import { DEFAULT_ROW_GROUP_ROWS, FORMAT_NAMES, PARQUET_WRITERS, type ParquetWriterName } from '../format/index.ts';
+import { DEFAULT_ROW_GROUP_ROWS, FORMAT_NAMES, PARQUET_WRITERS, formatByName, type ParquetWriterName } from '../format/index.ts';
 import { runExport } from '../pipeline/run.ts';
 import { renderSummary, type RunSummary } from '../pipeline/summary.ts';
 import { ConfigError } from '../errors.ts';
 import { parsePersonalColumns } from '../privacy/config.ts';
 import { parsePropertyScopePairs } from '../resources/scopes.ts';
 import { LOG_LEVELS } from './log.ts';
+import { boundYoungGenerationFor } from './heap.ts';
 import { parseDomains } from '../config/credentials.ts';
 import { onInterrupt } from './interrupt.ts';
 import { openSource } from './run-source.ts';
@@ -281,6 +282,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
     const cfg = { ...resolveRunConfig(a.pipeline, flagsToPipeline(a), process.env, typedFlags(a)), ...acceptFlags(a) };
     if (a['dry-run']) return dryRun(cfg, a.json === true);
     if (cfg.metricsFile) await checkMetricsPath(cfg.metricsFile);
+    boundYoungGenerationFor(formatByName(cfg.format));
     const interrupt = onInterrupt();
     const source = await openSource(cfg);
     try {

@@ -59,6 +59,13 @@ class LazyLiteWriter implements FormatWriter {
 export const parquetFormat = {
   name: 'parquet',
   workersToGain: 1,
+  // what the pool's workers have (src/encode/pool.ts). Measured, the wide shape (4 schools x 30,000
+  // achievements), 3 interleaved pairs on Node 20: with --workers 0 peak RSS 210-213 -> 172-184 MB,
+  // CPU +1% on average; with the default pool 190-197 -> 188-199 MB, CPU alike (the cap steps aside
+  // once the worker starts: src/cli/heap.ts). Node 24, --workers 0: 255-265 -> 232 MB. An
+  // incremental night of 1,000 small schools: 171-175 -> 146-148 MB, CPU a school alike (23.6-36.2
+  // against 26.9-32.8 ms, 3 pairs on a noisy machine).
+  youngGenerationMb: 8,
   extension: () => 'parquet',
   open,
 } as const satisfies Format;

@@ -1,8 +1,27 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from '../integration/helpers.ts';
 
 const HEAP = fileURLToPath(new URL('../../src/cli/heap.ts', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/school-export.js', import.meta.url));
+
+/** The allocation of largestYoungMb: bursts that keep a quarter alive a while; evaluates to the largest young generation, MB. */
+const BURSTS = `(async () => {
+    const { getHeapSpaceStatistics } = await import('node:v8');
+    const young = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+    let largest = 0, keep = [];
+    for (let burst = 0; burst < 200; burst++) {
+      for (let i = 0; i < 20000; i++) {
+        const o = { i, text: 'row ' + i + ' of burst ' + burst };
+        if (i % 4 === 0) keep.push(o);
+      }
+      if (keep.length > 40000) keep = keep.slice(20000);
+      await new Promise((r) => setImmediate(r));
+      largest = Math.max(largest, young());
+    }
+    return largest / 2 ** 20;
+  })()`;
 
 /**
  * A child process (the flags are the whole process's) keeps a quarter of what it allocates alive
@@ -14,17 +33,8 @@ function largestYoungMb(script: string, nodeArgs: string[] = [], env: NodeJS.Pro
   const program = `
     const { boundYoungGeneration, youngGenerationBytes } = await import(${JSON.stringify(HEAP)});
     ${script}
-    let largest = 0, keep = [];
-    for (let burst = 0; burst < 200; burst++) {
-      for (let i = 0; i < 20000; i++) {
-        const o = { i, text: 'row ' + i + ' of burst ' + burst };
-        if (i % 4 === 0) keep.push(o);
-      }
-      if (keep.length > 40000) keep = keep.slice(20000);
-      await new Promise((r) => setImmediate(r));
-      largest = Math.max(largest, youngGenerationBytes());
-    }
-    console.log(largest / 2 ** 20);`;
+    youngGenerationBytes();
+    console.log(await ${BURSTS});`;
   const r = spawnSync(process.execPath, [...nodeArgs, '--import', 'tsx', '--input-type=module', '-e', program], {
     encoding: 'utf8',
     env: { ...process.env, NODE_OPTIONS: '', ...env },
@@ -43,10 +53,62 @@ describe('boundYoungGeneration', () => {
     expect(capped).toBeLessThanOrEqual(16);
   });
 
+  it('takes a later cap, as a run does once it knows its format', () => {
+    expect(largestYoungMb('boundYoungGeneration(64 * 2 ** 20); boundYoungGeneration(4 * 2 ** 20);')).toBeLessThanOrEqual(16);
+    expect(largestYoungMb('boundYoungGeneration(4 * 2 ** 20); boundYoungGeneration(64 * 2 ** 20);')).toBeGreaterThanOrEqual(32);
+  });
+
+  it("steps aside while a worker thread runs (the flag is the process's): the worker's young generation still grows", () => {
+    const worker = `new (await import('node:worker_threads')).Worker(
+      ${JSON.stringify(`(async () => (await import('node:worker_threads')).parentPort.postMessage(await ${BURSTS}))();`)},
+      { eval: true, resourceLimits: { maxYoungGenerationSizeMb: 16 } })`;
+    // the main thread allocates meanwhile, so its collections come between the worker's
+    const script = `boundYoungGeneration(2 * 2 ** 20);
+      const w = ${worker};
+      const [workerMb] = await Promise.all([new Promise((r) => w.once('message', r)), ${BURSTS}]);
+      console.log(workerMb);
+      process.exit(0);`;
+    // kept at its first size (1-2 MB) when the cap's growth factor applied to it
+    expect(largestYoungMb(script)).toBeGreaterThanOrEqual(8);
+  });
+
   it('leaves a size given to node alone', () => {
     const cli = largestYoungMb('boundYoungGeneration(2 * 2 ** 20);', ['--max-semi-space-size=8']);
     const env = largestYoungMb('boundYoungGeneration(2 * 2 ** 20);', [], { NODE_OPTIONS: '--max-semi-space-size=8' });
     expect(cli).toBeGreaterThan(4);
     expect(env).toBeGreaterThan(4);
+  });
+});
+
+describe('school-export run', () => {
+  /**
+   * The young generation the command leaves in force: the same bursts, run once the export is
+   * done (on beforeExit, from a preload), so they see the cap the run command set. No worker
+   * threads (--workers 0): while they run the cap steps aside.
+   */
+  function afterRunYoungMb(format: string): number {
+    const dest = tempDir('young-');
+    const preload = `data:text/javascript,${encodeURIComponent(
+      `let done = false; process.on('beforeExit', () => { if (done) return; done = true; ${BURSTS}.then((mb) => process.stderr.write('young ' + mb + '\\n')); });`,
+    )}`;
+    try {
+      const r = spawnSync(
+        process.execPath,
+        ['--import', preload, BIN, 'run', '--dest', dest.dir, '--format', format, '--workers', '0', '--progress', 'none'],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, NODE_OPTIONS: '' },
+        },
+      );
+      if (r.status !== 0) throw new Error(r.stderr);
+      return Number(/young (\S+)/.exec(r.stderr)?.[1]);
+    } finally {
+      dest.cleanup();
+    }
+  }
+
+  it("caps the young generation at the format's size (Parquet 8 MB) and leaves the others at the process's", () => {
+    expect(afterRunYoungMb('parquet')).toBeLessThanOrEqual(16);
+    expect(afterRunYoungMb('ndjson')).toBeGreaterThanOrEqual(32);
   });
 });
