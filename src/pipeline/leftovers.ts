@@ -1,6 +1,6 @@
 import { byRun, listDocs, listedFiles, type ManifestDoc } from '../manifest/layout.ts';
 import { isStale, readLeases } from '../manifest/lease.ts';
-import type { Sink, TempEntry } from '../sink/types.ts';
+import type { Sink, TempEntry, TempScan } from '../sink/types.ts';
 
 /** Killed runs already swept (outside _manifests/, which loaders read whole). */
 const SWEPT_DIR = '_state/_swept/';
@@ -46,24 +46,47 @@ export async function markRunEnded(sink: Sink, runId: string): Promise<void> {
  * whatever had changed.
  */
 export async function sweepLeftovers(sink: Sink, now = new Date()): Promise<SweepResult> {
-  const live = new Set((await readLeases(sink)).filter((l) => !isStale(l, now)).map((l) => l.run_id));
-  const isLive = (t: TempEntry) => (t.owner ? live.has(t.owner) : (t.startedAt?.getTime() ?? 0) > now.getTime() - DAY_MS);
   const docs = await listDocs(sink);
-  const killed = await killedRuns(sink, docs, live);
+  const { killed, live } = await killedRuns(sink, docs, now);
   let result: SweepResult = {};
   if (killed.size > 0 || (await fullSweepDue(sink, now))) {
-    await sink.sweepTemp('', isLive);
+    await sweepDeadTemp(sink, live, now);
     // a destination no run has committed to yet keeps nothing (a run refused at its first
     // request leaves the destination as it found it): the run records the walk once it has
     if (docs.length > 0) await recordFullSweep(sink, now);
     else result = { unrecordedWalk: now };
   } else {
-    await sink.sweepTemp('', isLive, { skipDir: PER_SCHOOL_DIR });
+    await sweepDeadTemp(sink, live, now, { skipDir: PER_SCHOOL_DIR });
   }
   if (killed.size === 0) return result;
   const all = await sink.list('');
   for (const [runId, parts] of killed) await sweepUnlisted(sink, all, runId, parts);
   return result;
+}
+
+/**
+ * Runs holding a live lease, read AFTER the listings they judge. A run takes its lease before it
+ * writes its run marker or any temp file, so whatever a listing found of a running run, its lease
+ * is in a read that follows. Read before, a run starting meanwhile (another shard) looked dead:
+ * the sweep removed its run marker's temp file under it (seen in CI: the rename failed, ENOENT),
+ * and could take its files for a killed run's.
+ */
+async function liveRuns(sink: Sink, now: Date): Promise<Set<string>> {
+  return new Set((await readLeases(sink)).filter((l) => !isStale(l, now)).map((l) => l.run_id));
+}
+
+/**
+ * Removes the temp files of writers that are gone. Those that look dead by the leases read so far
+ * are judged again by leases read after their listing (liveRuns): only those still dead go, and
+ * nothing listed later (sweepTemp lists again).
+ */
+async function sweepDeadTemp(sink: Sink, live: ReadonlySet<string>, now: Date, scan?: TempScan): Promise<void> {
+  const deadBy = (runs: ReadonlySet<string>) => (t: TempEntry) =>
+    t.owner ? !runs.has(t.owner) : (t.startedAt?.getTime() ?? 0) <= now.getTime() - DAY_MS;
+  const suspects = (await sink.listTemp('', scan)).filter(deadBy(live));
+  if (suspects.length === 0) return;
+  const dead = new Set(suspects.filter(deadBy(await liveRuns(sink, now))).map((t) => t.relPath));
+  if (dead.size > 0) await sink.sweepTemp('', (t) => !dead.has(t.relPath), scan);
 }
 
 export interface SweepResult {
@@ -94,8 +117,11 @@ async function fullSweepDue(sink: Sink, now: Date): Promise<boolean> {
   }
 }
 
-/** Runs with manifest parts or a run marker, but no whole-run manifest and no live lease, not swept yet. */
-async function killedRuns(sink: Sink, docs: ManifestDoc[], live: ReadonlySet<string>): Promise<Map<string, string[]>> {
+/**
+ * Runs with manifest parts or a run marker, but no whole-run manifest and no live lease, not swept
+ * yet; and the live runs, by leases read after those listings (liveRuns).
+ */
+async function killedRuns(sink: Sink, docs: ManifestDoc[], now: Date): Promise<{ killed: Map<string, string[]>; live: Set<string> }> {
   const finals = new Set<string>();
   const runs = new Map<string, string[]>();
   for (const r of byRun(docs)) {
@@ -114,9 +140,10 @@ async function killedRuns(sink: Sink, docs: ManifestDoc[], live: ReadonlySet<str
     else if (!runs.has(runId)) runs.set(runId, []);
   }
   if (ended.length) await sink.remove(ended);
+  const live = await liveRuns(sink, now);
   const swept = new Set((await sink.list(SWEPT_DIR)).map((p) => p.slice(SWEPT_DIR.length, -'.json'.length)));
   for (const runId of [...runs.keys()]) if (finals.has(runId) || live.has(runId) || swept.has(runId)) runs.delete(runId);
-  return runs;
+  return { killed: runs, live };
 }
 
 async function sweepUnlisted(sink: Sink, all: string[], runId: string, partPaths: string[]): Promise<void> {

@@ -57,7 +57,7 @@ export interface Sink {
    * Unfinished writes under prefix: local temp files, S3 incomplete multipart uploads. A crash
    * leaves them; loaders never see them; sweepTemp removes those of runs no longer running.
    */
-  listTemp(prefix: string): Promise<TempEntry[]>;
+  listTemp(prefix: string, o?: TempScan): Promise<TempEntry[]>;
   /**
    * Removes the unfinished writes under prefix for which isLive answers false (never those of
    * this sink's own owner); returns them. Local: emptied directories go too. S3: the uploads

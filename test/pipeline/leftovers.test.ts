@@ -10,6 +10,8 @@ import {
   sweepLeftovers,
 } from '../../src/pipeline/leftovers.ts';
 import { tempDir } from '../integration/helpers.ts';
+import { acquireLease } from '../../src/manifest/lease.ts';
+import type { Sink } from '../../src/sink/types.ts';
 
 /**
  * What killed runs left behind, swept by the next run: files renamed into place that no manifest
@@ -74,6 +76,63 @@ describe('sweepLeftovers', () => {
     await sweepLeftovers(sink);
     expect([d.has(file(run, 1)), d.has(`_state/_runs/${run}.json`), d.has(`_state/_swept/${run}.json`)]).toEqual([true, false, false]);
     await markRunEnded(sink, run); // already gone: no error
+  });
+
+  describe('a run that starts while the sweep reads (another shard starting at the same moment)', () => {
+    const other = '20261124T070000.000Z-gggg';
+    const otherTemp = `achievements/region=uk/school_id=A1001/.${other}-0002.ndjson~${other}~0123456789ab.tmp`;
+
+    /**
+     * The sink the sweep sees, through which the other run takes its lease, writes its run marker,
+     * a data file and a temp file just before the sweep's first call of `at` (what the sweep read
+     * before then saw no lease of it).
+     */
+    function startingDuring(sink: Sink, at: (method: string, prefix: string) => boolean, start: () => Promise<void>): Sink {
+      let started = false;
+      return new Proxy(sink, {
+        get(target, key) {
+          const v = Reflect.get(target, key, target) as unknown;
+          if (typeof v !== 'function') return v;
+          return async (...args: unknown[]) => {
+            if (!started && at(String(key), String(args[0]))) {
+              started = true;
+              await start();
+            }
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+    }
+
+    for (const [when, at] of [
+      ['listing run markers', (m: string, prefix: string) => m === 'list' && prefix === '_state/_runs/'],
+      ['listing temp files', (m: string) => m === 'listTemp' || m === 'sweepTemp'],
+    ] as const) {
+      it(`keeps its marker, its temp file and its data file (starting while ${when})`, async () => {
+        const d = destination();
+        const sink = await openSink(d.dir);
+        const theirs = await openSink(d.dir, { owner: other });
+        const leases: { release(): Promise<void> }[] = [];
+        const start = async () => {
+          leases.push(await acquireLease(theirs, { runId: other, shard: { index: 0, count: 2 }, waitSeconds: 0 }));
+          await markRunStarted(theirs, other);
+          d.put(file(other, 1));
+          d.put(otherTemp);
+        };
+        try {
+          await sweepLeftovers(startingDuring(sink, at, start));
+        } finally {
+          await Promise.all(leases.map((l) => l.release()));
+        }
+        expect(leases).toHaveLength(1);
+        expect([
+          d.has(`_state/_runs/${other}.json`),
+          d.has(file(other, 1)),
+          d.has(otherTemp),
+          d.has(`_state/_swept/${other}.json`),
+        ]).toEqual([true, true, true, false]);
+      });
+    }
   });
 
   describe('temp files of dead writers', () => {
