@@ -28,7 +28,8 @@ export const HEAP_GROWING_PERCENT = 100;
  *
  * Measured on Node 24, the wide shape (4 schools x 30,000 achievements), peak RSS uncapped / at
  * 32 MB: NDJSON 316-338 / 238-263 MB, Parquet with `--workers 0` 281-301 / 241-248 MB (with the
- * pool 243-262 / 252-256: its workers have their own limit, src/encode/pool.ts). CPU: -1% to +13%
+ * pool 243-262 / 252-256: a worker's start undid the cap then, and the cap now steps aside while
+ * workers run, below). CPU: -1% to +13%
  * a run, +6% on average over 8 pairs (this shared machine's noise is of that size). On Node 20 the
  * cap is V8's own limit: nothing changes there.
  *

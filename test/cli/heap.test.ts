@@ -31,9 +31,8 @@ const BURSTS = `(async () => {
  */
 function largestYoungMb(script: string, nodeArgs: string[] = [], env: NodeJS.ProcessEnv = {}): number {
   const program = `
-    const { boundYoungGeneration, youngGenerationBytes } = await import(${JSON.stringify(HEAP)});
+    const { boundYoungGeneration } = await import(${JSON.stringify(HEAP)});
     ${script}
-    youngGenerationBytes();
     console.log(await ${BURSTS});`;
   const r = spawnSync(process.execPath, [...nodeArgs, '--import', 'tsx', '--input-type=module', '-e', program], {
     encoding: 'utf8',
