@@ -128,6 +128,12 @@ export async function startS3rver(
     child.once('exit', (code) => reject(new Error(`s3rver child exited (${code}) before listening: ${stderr}`)));
   });
 
+  // A store that dies under a test shows up there only as ECONNREFUSED: say why it died.
+  let stopping = false;
+  child.once('exit', (code, signal) => {
+    if (!stopping) console.error(`s3rver child on port ${port} exited unexpectedly (${code ?? signal}): ${stderr}`);
+  });
+
   let nextId = 1;
   const call = (msg: Request): Promise<unknown> =>
     new Promise((resolve, reject) => {
@@ -144,6 +150,7 @@ export async function startS3rver(
     });
 
   const stop = async (how: 'close' | 'kill') => {
+    stopping = true;
     if (child.exitCode === null && child.signalCode === null) {
       if (how === 'close') await call({ op: 'close' }).catch(() => child.kill('SIGKILL'));
       else child.kill('SIGKILL');
@@ -221,6 +228,7 @@ async function runChild(config: {
     NotImplemented: { status: 501, message: 'A header you provided implies functionality that is not implemented' },
     AccessDenied: { status: 403, message: 'Access Denied' },
   } as const;
+  guardDirectoryCleanup(server.store);
   const uploadsDir = (bucket: string): string => server.store.getResourcePath(bucket, undefined, 'uploads');
   const xmlEscape = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -364,6 +372,56 @@ async function runChild(config: {
     });
   });
   process.send?.({ ready: true, port: address.port });
+}
+
+/**
+ * s3rver's deleteObject removes the key's directories once they are empty, so a PutObject into the
+ * same directory at that moment opens its file in a directory that is gone: the write stream's
+ * error has no listener and the whole store crashes (two runs probing one prefix together did it
+ * in CI). And a key whose directory is already gone cannot be deleted at all: the cleanup's readdir
+ * throws ENOENT, a 500 on every retry, where S3 answers 204. So writes share the tree, a delete has
+ * it alone, and a directory already gone counts as cleaned up.
+ */
+function guardDirectoryCleanup(store: any): void {
+  const inflight = new Set<Promise<unknown>>();
+  let deleting: Promise<void> | null = null;
+  let deletes: Promise<void> = Promise.resolve();
+  const shared = async <T>(write: () => Promise<T>): Promise<T> => {
+    while (deleting) await deleting;
+    const p = write();
+    inflight.add(p);
+    try {
+      return await p;
+    } finally {
+      inflight.delete(p);
+    }
+  };
+  const alone = async <T>(remove: () => Promise<T>): Promise<T> => {
+    const before = deletes;
+    let release!: () => void;
+    const mine = new Promise<void>((r) => (release = r));
+    deletes = before.then(() => mine);
+    await before;
+    deleting = mine;
+    try {
+      await Promise.allSettled([...inflight]);
+      return await remove();
+    } finally {
+      deleting = null;
+      release();
+    }
+  };
+  for (const name of ['putObject', 'copyObject'] as const) {
+    const write = store[name]?.bind(store);
+    if (write) store[name] = (...args: unknown[]) => shared(() => write(...args));
+  }
+  const remove = store.deleteObject.bind(store);
+  store.deleteObject = (...args: unknown[]) =>
+    alone(() =>
+      remove(...args).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'ENOENT') throw e;
+      }),
+    );
 }
 
 const childConfig = process.env[CHILD_MARKER];

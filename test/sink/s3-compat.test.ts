@@ -1,9 +1,11 @@
 import { once } from 'node:events';
+import { DeleteObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { checkConditionalCreate, readStoreCheck, STORE_CHECK_FILE, acquireLease } from '../../src/manifest/lease.ts';
 import { ExportError } from '../../src/errors.ts';
 import { Housekeeping, type HousekeepingWarning } from '../../src/sink/housekeeping.ts';
 import { openSink, type Sink, type SinkFile } from '../../src/sink/index.ts';
+import { createS3Client } from '../../src/sink/s3-client.ts';
 import { S3RVER_CREDENTIALS, startS3rver, type S3rverHandle } from '../helpers/s3rver.ts';
 
 /**
@@ -163,5 +165,25 @@ describe('housekeeping the store refuses', () => {
     expect(await sink.list('a/')).toEqual([]);
     const ops = (await honest.requests()).filter((r) => r.op.startsWith('Delete')).map((r) => `${r.op} ${r.status}`);
     expect(ops).toEqual(['DeleteObjects 501', 'DeleteObject 204', 'DeleteObject 204']);
+  });
+});
+
+describe('the test store', () => {
+  it('survives a write and a delete in one directory at once (s3rver removes emptied directories under a write)', async () => {
+    const raw = createS3Client({ endpoint: careless.endpoint, credentials: S3RVER_CREDENTIALS });
+    const put = (Key: string) => raw.send(new PutObjectCommand({ Bucket: careless.bucket, Key, Body: '{}' }));
+    const del = (Key: string) => raw.send(new DeleteObjectCommand({ Bucket: careless.bucket, Key }));
+    try {
+      for (let i = 0; i < 40; i++) {
+        await put(`race/d${i}/a.json`);
+        await Promise.all([del(`race/d${i}/a.json`), put(`race/d${i}/b.json`)]);
+      }
+      await del('race/d0/b.json');
+      await del('race/d0/b.json'); // its directory is gone: S3 answers 204, and so must the store
+      const left = (await raw.send(new ListObjectsV2Command({ Bucket: careless.bucket, Prefix: 'race/' }))).Contents ?? [];
+      expect(left.map((o) => o.Key)).toEqual(Array.from({ length: 39 }, (_, i) => `race/d${i + 1}/b.json`).sort());
+    } finally {
+      raw.destroy();
+    }
   });
 });
