@@ -71,7 +71,7 @@ for (const format of ['ndjson', 'csv', 'parquet'] as const) {
   for (const w of args.workers ?? [0, 1, 2]) {
     // threads started (and their code loaded) before timing: a run starts its pool once
     // threads take every page from the start (this measures what they can do, not when they start)
-    const enc = createEncoding({ workers: w, busy: () => 1 });
+    const enc = createEncoding({ workers: w, busy: () => 1, smallPageBytes: 0 });
     try {
       const warm = enc.openTask({
         spec,

@@ -27,7 +27,7 @@ describe('exports with worker threads', () => {
   async function exportWith(extra: PipelineConfig) {
     const tmp = tempDir('workers-');
     // with workers, a pool whose threads take every page (this thread reads as the bottleneck)
-    const encoding = extra.workers ? createEncoding({ workers: extra.workers, busy: () => 1 }) : undefined;
+    const encoding = extra.workers ? createEncoding({ workers: extra.workers, busy: () => 1, smallPageBytes: 0 }) : undefined;
     const summary = await runExport(sandboxConfig(sb, tmp.dir, { resources: ['achievements'], max_file_rows: 700, ...extra }), {
       token: sb.tokens.full,
       now: () => new Date('2026-11-24T00:00:00.000Z'), // the same _extracted_at in both runs

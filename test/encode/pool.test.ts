@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors.ts';
-import { busyMeter, createEncoding, defaultWorkers, type Encoding } from '../../src/encode/pool.ts';
+import { busyMeter, createEncoding, defaultWorkers, SMALL_PAGE_BYTES, type Encoding } from '../../src/encode/pool.ts';
 import { FORMATS } from '../../src/format/index.ts';
 import type { PageResult } from '../../src/encode/page-work.ts';
 import type { TaskSetup } from '../../src/encode/protocol.ts';
@@ -12,9 +12,9 @@ const pools: Encoding[] = [];
 afterAll(async () => {
   await Promise.all(pools.map((p) => p.close()));
 });
-/** A pool whose main thread reads as `busy` (default: always the bottleneck, so threads take every page). */
-const encoding = (workers: number, maxPagesInFlight?: number, busy: () => number | undefined = () => 1) => {
-  const e = createEncoding({ workers, maxPagesInFlight, busy });
+/** A pool whose main thread reads as `busy` (default: always the bottleneck, so threads take every page, small ones too). */
+const encoding = (workers: number, maxPagesInFlight?: number, busy: () => number | undefined = () => 1, smallPageBytes = 0) => {
+  const e = createEncoding({ workers, maxPagesInFlight, busy, smallPageBytes });
   pools.push(e);
   return e;
 };
@@ -134,6 +134,32 @@ describe('encoding pool', () => {
     share = 0.1;
     await run(e, 'csv', 2, 2);
     expect(e.started).toBe(2);
+  });
+
+  it('a busy thread keeps small pages: a night of empty pages starts no thread; a task moves to a worker at its first large page', async () => {
+    expect(body([]).length).toBeLessThan(SMALL_PAGE_BYTES);
+    const night = createEncoding({ workers: 2, busy: () => 1 });
+    pools.push(night);
+    for (let t = 0; t < 5; t++) {
+      const task = night.openTask(setup('parquet', `A${t}`));
+      expect((await (await task.submit(body([]), true)).result).records).toBe(0);
+      await task.close();
+    }
+    expect(night.started).toBe(0);
+
+    // one record, then a full page, then one record: here, then a worker for the rest of the task
+    const pages = [body(pageRecords(0).slice(0, 1), 'n1'), body(pageRecords(1), 'n2'), body(pageRecords(2).slice(0, 1))];
+    const through = async (e: Encoding) => {
+      const task = e.openTask(setup('parquet'));
+      const handles = [];
+      for (const b of pages) handles.push(await task.submit(Buffer.from(b), true));
+      const results = (await Promise.all(handles.map((h) => h.result))).map(flat);
+      return { results, drift: Object.fromEntries([...(await task.close())].map(([k, v]) => [k, [...v].sort()])) };
+    };
+    const mixed = createEncoding({ workers: 2, busy: () => 1, smallPageBytes: pages[1]!.length });
+    pools.push(mixed);
+    expect(await through(mixed)).toEqual(await through(encoding(0)));
+    expect(mixed.started).toBe(1);
   });
 
   it('measures this thread as the bottleneck only while page work keeps it busy', () => {

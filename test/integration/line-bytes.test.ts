@@ -51,7 +51,7 @@ describe('max_line_bytes and loader limits', () => {
       it(`${format}, --workers ${workers}: each file's max_line_bytes is its longest line, line end included`, async () => {
         const { dir, cleanup } = tempDir();
         try {
-          const encoding = workers ? createEncoding({ workers, busy: () => 1 }) : undefined; // threads take every page
+          const encoding = workers ? createEncoding({ workers, busy: () => 1, smallPageBytes: 0 }) : undefined; // threads take every page
           const summary = await runExport(sandboxConfig(sb, dir, { format, resources: ['achievements', 'schools'], workers }), {
             token: sb.tokens.full,
             ...(encoding ? { encoding } : {}),

@@ -36,7 +36,7 @@ describe('lone surrogates', () => {
         const { dir, cleanup } = tempDir();
         try {
           // with a worker: one whose thread takes every page (this thread reads as the bottleneck)
-          const encoding = workers ? createEncoding({ workers, busy: () => 1 }) : undefined;
+          const encoding = workers ? createEncoding({ workers, busy: () => 1, smallPageBytes: 0 }) : undefined;
           const summary = await runExport(sandboxConfig(sb, dir, { format, resources: ['achievements'], workers }), {
             token: sb.tokens.full,
             ...(encoding ? { encoding } : {}),
