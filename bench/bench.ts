@@ -17,7 +17,7 @@ export const SCALES: Record<Mode, Scale> = {
   // throughput: 120,000 achievements with students and employees (about 460,000 rows in the wide
   // shape), the data set of issue 21's measurements
   full: {
-    throughput: { schools: 4, rows: 30_000, repeat: 3 },
+    throughput: { schools: 4, rows: 30_000, repeat: 3, stages: { repeat: 2, maxPages: 50 } },
     memory: [100_000, 1_000_000],
     latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
@@ -27,7 +27,7 @@ export const SCALES: Record<Mode, Scale> = {
     properties: { rounds: 40 },
   },
   quick: {
-    throughput: { schools: 4, rows: 30_000, repeat: 1 },
+    throughput: { schools: 4, rows: 30_000, repeat: 1, stages: { repeat: 2, maxPages: 50 } },
     memory: [100_000],
     latency: { schools: 50, rows: 150, maxPerPage: 50, ms: 100, concurrency: [8, 32] },
     incremental: { schools: 4, rows: 50_000 },
@@ -38,7 +38,7 @@ export const SCALES: Record<Mode, Scale> = {
   },
   // For the smoke test: every section and every child process, on data small enough for seconds.
   tiny: {
-    throughput: { schools: 2, rows: 1_500, repeat: 1 },
+    throughput: { schools: 2, rows: 1_500, repeat: 1, stages: { repeat: 1, maxPages: 50 } },
     memory: [2_000],
     latency: { schools: 3, rows: 150, maxPerPage: 50, ms: 20, concurrency: [2, 4] },
     incremental: { schools: 2, rows: 3_000 },

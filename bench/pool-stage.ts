@@ -64,15 +64,16 @@ async function once(enc: Encoding, format: F): Promise<number> {
   }
 }
 
-const ms = {} as PoolStageResult['ms'];
+const ms = { ndjson: {}, csv: {}, parquet: {} } as PoolStageResult['ms'];
 let rows = 0;
-for (const format of ['ndjson', 'csv', 'parquet'] as const) {
-  ms[format] = {};
-  for (const w of args.workers ?? [0, 1, 2]) {
-    // threads started (and their code loaded) before timing: a run starts its pool once
-    // threads take every page from the start (this measures what they can do, not when they start)
-    const enc = createEncoding({ workers: w, busy: () => 1, smallPageBytes: 0 });
-    try {
+for (const w of args.workers ?? [0, 1, 2]) {
+  // threads started (and their code loaded) before timing, once per worker count as a run starts
+  // its pool once; threads take every page from the start (this measures what they can do, not
+  // when they start)
+  const enc = createEncoding({ workers: w, busy: () => 1, smallPageBytes: 0 });
+  try {
+    for (const format of ['ndjson', 'csv', 'parquet'] as const) {
+      // each format's encoder compiled in every thread before timing
       const warm = enc.openTask({
         spec,
         format,
@@ -86,9 +87,9 @@ for (const format of ['ndjson', 'csv', 'parquet'] as const) {
       const r = await bestOf(args.repeat ?? 2, () => once(enc, format));
       ms[format][String(w)] = r.ms;
       rows = r.rows;
-    } finally {
-      await enc.close();
     }
+  } finally {
+    await enc.close();
   }
 }
 process.stdout.write(JSON.stringify({ rows, ms } satisfies PoolStageResult) + '\n');

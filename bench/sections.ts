@@ -14,7 +14,8 @@ import type { PoolStageResult } from './pool-stage.ts';
 import { startS3rver } from '../test/helpers/s3rver.ts';
 
 export interface Scale {
-  throughput: { schools: number; rows: number; repeat: number };
+  /** stages: the in-process stage and page-work measurements (best of `repeat` over the first `maxPages` achievements pages) */
+  throughput: { schools: number; rows: number; repeat: number; stages: { repeat: number; maxPages: number } };
   memory: number[];
   /** maxPerPage: the sandbox's maximum per_page, small so the run is bound by latency, not CPU */
   latency: { schools: number; rows: number; maxPerPage: number; ms: number; concurrency: number[] };
@@ -136,9 +137,9 @@ export async function throughput(o: Opts): Promise<ThroughputResult> {
     o.log('throughput: ceiling and decode paths');
     const ceiling = await runChild<CeilingResult>('ceiling-child.ts', { dump, repeat: Math.max(3, repeat) });
     o.log('throughput: stage costs (parse, flatten, format writers; generated serialisers) in one process');
-    const stages = await runChild<StageResult>('stages.ts', { dump, repeat: 2, maxPages: 50 });
+    const stages = await runChild<StageResult>('stages.ts', { dump, ...o.scale.throughput.stages });
     o.log('throughput: page work through the encoding pool (0, 1, 2 workers), no HTTP or disk');
-    const pool = await runChild<PoolStageResult>('pool-stage.ts', { dump, repeat: 2, maxPages: 50, workers: [0, 1, 2] });
+    const pool = await runChild<PoolStageResult>('pool-stage.ts', { dump, ...o.scale.throughput.stages, workers: [0, 1, 2] });
 
     // Side by side, interleaved: each round runs every variant once, so load on this shared
     // machine drifts over all of them alike; medians of the rounds are reported.

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { runBench } from '../../bench/bench.ts';
-import { expectDataPathFigures, expectRunFigures, expectStartupFigures } from './smoke-checks.ts';
+import { expectDataPathFigures, expectMemoryFigures, expectRunFigures, expectStartupFigures } from './smoke-checks.ts';
 import { expectScaleFigures } from './scale-checks.ts';
 
 describe('npm run bench --tiny', () => {
@@ -13,6 +13,7 @@ describe('npm run bench --tiny', () => {
   it('measures every section on tiny data (standard shape) and prints one table', async () => {
     const { results, table } = await runBench({ mode: 'tiny', shapes: ['standard'] });
     expectDataPathFigures(results, 'standard');
+    expectMemoryFigures(results, 'standard');
     expectRunFigures(results, 'standard');
     expectStartupFigures(results, 'standard');
 
