@@ -13,12 +13,12 @@ export default defineConfig({
     maxWorkers: 2,
     // vi.stubEnv in a test never leaks into the next one
     unstubEnvs: true,
-    // the slowest files start first, so no worker idles at the end (test/helpers/longest-first.ts)
+    // the slowest files start first, also on a clean clone with no cached durations (test/helpers/longest-first.ts)
     sequence: { sequencer: LongestFirst },
     projects: [
       { extends: true, test: { name: 'isolated', include: ISOLATED } },
       // The other files share each worker's modules: a fresh module graph for each of 158 files
-      // cost 70-90 s of a 2-core machine (vitest's "import" time; 17 s shared). Tests keep no
+      // cost 70-90 s of a 2-core machine (vitest's "import" time; 16-18 s shared, in CI). Tests keep no
       // state in modules between files: env stubs are undone (above), servers stopped.
       { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: ISOLATED, isolate: false } },
     ],

@@ -73,7 +73,8 @@ for (const w of args.workers ?? [0, 1, 2]) {
   const enc = createEncoding({ workers: w, busy: () => 1, smallPageBytes: 0 });
   try {
     for (const format of ['ndjson', 'csv', 'parquet'] as const) {
-      // each format's encoder compiled in every thread before timing
+      // one warm-up task per format before timing (it reaches one of the threads; the others compile
+      // the format's encoder in the first timed round, as the version before did)
       const warm = enc.openTask({
         spec,
         format,

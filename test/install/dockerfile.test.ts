@@ -9,7 +9,8 @@ import { INSTALL_SCRIPT } from './install-steps.ts';
  * Docker cannot build here, so the image is checked by what can be: its install steps are exactly
  * the production install the tests run (both run bin/install-tarball.sh, and nothing else
  * installs anything into the final image), on a Node 24 slim base, as a non-root user, with
- * school-export as the entrypoint (run by node with a flag of its own); and the CronJob sample runs that image as an Indexed Job.
+ * school-export as the entrypoint (run by node with a flag of its own); and the CronJob sample
+ * runs that image as an Indexed Job.
  */
 const ROOT = resolve(import.meta.dirname, '../..');
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
@@ -39,6 +40,8 @@ describe('the Dockerfile', () => {
   const all = stages(read('Dockerfile'));
   const final = all.at(-1)!;
   const runs = final.steps.filter((s) => s.op === 'RUN').map((s) => s.args);
+  /** The final stage's ENTRYPOINT, in its exec form (a JSON array). */
+  const entrypoint = (): string[] => JSON.parse(final.steps.filter((s) => s.op === 'ENTRYPOINT').at(-1)!.args) as string[];
 
   it('builds from a Node 24 slim base; the final stage installs through the production-install script and nothing else', () => {
     for (const s of all) expect(s.from).toMatch(/^node:24(\.\d+)*(-\w+)?-slim$/);
@@ -60,16 +63,16 @@ describe('the Dockerfile', () => {
     const user = final.steps.filter((s) => s.op === 'USER').at(-1)?.args;
     expect(user).toBeDefined();
     expect(user).not.toMatch(/^(root|0)(:|$)/);
-    const entry = JSON.parse(final.steps.filter((s) => s.op === 'ENTRYPOINT').at(-1)!.args) as string[];
-    expect(entry).toEqual(['node', '--no-concurrent-recompilation', '/opt/school-export/bin/school-export.js']);
+    expect(entrypoint()).toEqual(['node', '--no-concurrent-recompilation', '/opt/school-export/bin/school-export.js']);
     expect(runs.join(' ')).toContain('ln -s /opt/school-export/bin/school-export.js /usr/local/bin/school-export');
     expect(runs.join(' ')).toMatch(/rm -rf [^&]*\/usr\/local\/bin\/npm /);
     expect(read('Dockerfile')).not.toMatch(/build-essential|gcc|g\+\+|python3|make /);
   });
 
   it("the entrypoint's node flag is one this Node accepts on its command line (CI runs Node 20 and 24)", () => {
-    const entry = JSON.parse(final.steps.filter((s) => s.op === 'ENTRYPOINT').at(-1)!.args) as string[];
-    const r = spawnSync(process.execPath, [...entry.slice(1, -1), join(ROOT, 'bin/school-export.js'), '--version'], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [...entrypoint().slice(1, -1), join(ROOT, 'bin/school-export.js'), '--version'], {
+      encoding: 'utf8',
+    });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout.trim()).toBe((JSON.parse(read('package.json')) as { version: string }).version);
