@@ -7,6 +7,7 @@ import type { TableSchema } from '../table.ts';
 import { prepareDuckDbAllocator } from './duckdb-allocator.ts';
 import {
   addColumnsSql,
+  columnsSql,
   describeSql,
   type FileSize,
   readerBufferBytes,
@@ -29,6 +30,7 @@ import {
   setupStatements,
   stageName,
   stagedCountStatements,
+  type Absent,
   type NightlyParts,
 } from './nightly.ts';
 import {
@@ -259,7 +261,8 @@ class Load {
     const hadTouched = await this.exists(TOUCHED_TABLE);
     await this.exec(setupStatements(this.parts));
     await this.exec(`CREATE TABLE IF NOT EXISTS ${d.table(MANIFESTS_TABLE)} (manifest VARCHAR NOT NULL, read_at TIMESTAMPTZ)`);
-    for (const t of plan.tables) await this.exec(addColumnsSql(t));
+    const columns = new Set((await this.rows(columnsSql)).map((r) => `${String(r.table_name)}.${String(r.column_name)}`));
+    await this.exec(plan.tables.flatMap((t) => addColumnsSql(t, (table, column) => columns.has(`${table}.${column}`))));
     if (!hadTouched) await this.seedTouched();
     await this.tables.create();
 
@@ -313,11 +316,11 @@ class Load {
     }
     await this.recordDocsDone();
     if (failure !== undefined) throw failure;
+    const counted = await this.rows(
+      plan.tables.map((t, i) => `SELECT ${i} AS i, count(*)::BIGINT AS n FROM ${d.table(t.name)}`).join(' UNION ALL '),
+    );
     const counts: Record<string, number> = {};
-    for (const t of plan.tables) {
-      const [r] = await this.rows(`SELECT count(*)::BIGINT AS n FROM ${d.table(t.name)}`);
-      counts[t.name] = Number(r?.n ?? 0);
-    }
+    for (const [i, t] of plan.tables.entries()) counts[t.name] = Number(counted.find((r) => Number(r.i) === i)?.n ?? 0);
     return { appliedRuns, appliedTasks, tables: counts };
   }
 
@@ -329,8 +332,14 @@ class Load {
    */
   private async merge(): Promise<void> {
     const batchTable = '_se_touched_batch';
+    // one query for the tables touched, rather than one per table of the plan
+    const touched = new Set(
+      (await this.rows(`SELECT DISTINCT table_name FROM ${d.table(TOUCHED_TABLE)}`)).map((r) => String(r.table_name)),
+    );
     for (const t of this.plan.tables) {
-      const names = [t.name, ...(t.parent ? [t.parent.table] : [])].map(q).join(', ');
+      const tables = [t.name, ...(t.parent ? [t.parent.table] : [])];
+      if (!tables.some((n) => touched.has(n))) continue;
+      const names = tables.map(q).join(', ');
       const schools = await this.rows(
         `SELECT ts.school_id, count(r._school_id)::BIGINT AS n FROM (SELECT DISTINCT school_id FROM ${d.table(TOUCHED_TABLE)} ` +
           `WHERE table_name IN (${names})) AS ts LEFT JOIN ${d.table(rawName(t.name))} AS r ON r._school_id = ts.school_id GROUP BY ts.school_id ORDER BY ts.school_id`,
@@ -567,6 +576,13 @@ class Load {
       (await this.rows(`SELECT DISTINCT table_name FROM ${d.temp(T.pendingFiles)}`)).map((x) => String(x.table_name)),
     );
     const stagedTables = this.plan.tables.filter((t) => withFiles.has(t.name) || t === this.plan.deletions);
+    // Statements that would change nothing are not sent (about 50 a batch): the first load's
+    // rebuild once tasks are recorded, purges and the dropping of other tasks' rows when there are none.
+    const [found] = await this.rows(
+      `SELECT EXISTS (SELECT 1 FROM ${d.table(TASKS_TABLE)}) AS applied, EXISTS (SELECT 1 FROM ${d.temp(T.pendingPurges)}) AS purges, ` +
+        `EXISTS (SELECT 1 FROM ${d.temp(T.pendingFiles)} WHERE keep = 0) AS unkept`,
+    );
+    const absent: Absent = { purges: found?.purges === false, unkeptRows: found?.unkept === false };
     try {
       for (const t of stagedTables) {
         await this.exec(`CREATE OR REPLACE TEMP TABLE ${staged(t)} AS SELECT * FROM ${d.table(rawName(t.name))} WHERE 1 = 0`);
@@ -580,12 +596,12 @@ class Load {
             throw await this.stuck(e.message.replace(/^[^ ]+ /, ''), e.message.split(' ')[0]!, t, e);
           throw e;
         }
-        await this.checked(() => this.exec(stagedCountStatements(one(t), staged)));
+        await this.checked(() => this.exec(stagedCountStatements(one(t), staged, absent)));
       }
       await this.transaction(async () => {
-        await this.exec(rebuildStatements(this.parts));
+        if (found?.applied !== true) await this.exec(rebuildStatements(this.parts));
         for (const t of stagedTables) await this.exec(appendStatements(one(t), staged));
-        await this.exec(recordStatements(this.parts, staged));
+        await this.exec(recordStatements(this.parts, staged, absent));
       });
     } finally {
       for (const t of stagedTables) await this.exec(`DROP TABLE IF EXISTS ${staged(t)}`);

@@ -1,6 +1,6 @@
 import type { Manifest } from '../manifest/types.ts';
 import { EXTRA_COLUMN, type ColumnType } from '../table.ts';
-import type { TablePlan } from './plan.ts';
+import { rawName, type TablePlan } from './plan.ts';
 import { duckdbSql } from './render-duckdb.ts';
 import { standardString as sqlString } from './sql-dialect.ts';
 
@@ -133,9 +133,19 @@ function reader(format: 'csv' | 'parquet', files: FileSize[]): string {
   );
 }
 
-/** Columns added to a schema after the database was created are added to both tables. */
-export function addColumnsSql(t: TablePlan): string[] {
+/** The tables' columns as DuckDB has them, for addColumnsSql: (table_name, column_name) rows. */
+export const columnsSql =
+  "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main' AND database_name = current_database()";
+
+/**
+ * Columns added to a schema after the database was created are added to both tables. Only the
+ * missing ones (`has` says which the tables have): a statement per column and table was ~380
+ * statements on every load, a fifth of a small load's time.
+ */
+export function addColumnsSql(t: TablePlan, has: (table: string, column: string) => boolean): string[] {
   return t.columns.flatMap((c) =>
-    [`_raw_${t.name}`, t.name].map((tbl) => `ALTER TABLE ${d.table(tbl)} ADD COLUMN IF NOT EXISTS ${d.ident(c.name)} ${d.rawType(c.type)}`),
+    [rawName(t.name), t.name]
+      .filter((tbl) => !has(tbl, c.name))
+      .map((tbl) => `ALTER TABLE ${d.table(tbl)} ADD COLUMN IF NOT EXISTS ${d.ident(c.name)} ${d.rawType(c.type)}`),
   );
 }

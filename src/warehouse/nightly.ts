@@ -230,12 +230,24 @@ export function stageTableStatements({ plan, d }: NightlyParts): string[] {
 }
 
 /**
+ * What a caller has looked up and found absent from the pending work, so that statements about
+ * it, which would change nothing, are not sent (`warehouse load` looks; the static scripts,
+ * rendered once for every load, cannot).
+ */
+export interface Absent {
+  /** No pending purge. */
+  purges?: boolean;
+  /** No pending file holds rows to leave out (`keep = 0`: a compacted file's rows of other tasks). */
+  unkeptRows?: boolean;
+}
+
+/**
  * After staging: every (table, run, school) holds exactly the rows the manifests list for the
  * files staged (a compacted file: the rows of every source it holds). A file changed after its
  * run committed (other rows, or another school's or run's rows) fails the load before anything
  * is applied. Then the rows of a compacted file that belong to no pending task are dropped.
  */
-export function stagedCountStatements({ plan, d }: NightlyParts, stage: (t: TablePlan) => string): string[] {
+export function stagedCountStatements({ plan, d }: NightlyParts, stage: (t: TablePlan) => string, absent: Absent = {}): string[] {
   const c = (n: string): string => d.ident(n);
   return plan.tables.flatMap((t) => [
     d.failIf(
@@ -249,8 +261,12 @@ export function stagedCountStatements({ plan, d }: NightlyParts, stage: (t: Tabl
       `'school-export: ${t.name} files of run ' || ${c('run_id')} || ', school ' || ${c('school_id')} || ' hold ' || CAST(${c('staged')} AS ${d.rawType('string')}) || ' rows, the manifests list ' || CAST(${c('expected')} AS ${d.rawType('string')}) || ': a file changed after its run committed; nothing was loaded'`,
       `school-export: staged ${t.name} rows do not match the row counts the manifests list (a file changed after its run committed); nothing was loaded`,
     ),
-    `DELETE FROM ${stage(t)} s WHERE NOT EXISTS (SELECT 1 FROM ${d.temp(T.pendingFiles)} AS pf WHERE pf.${c('table_name')} = ${d.str(t.name)} ` +
-      `AND pf.${c('keep')} = 1 AND pf.${c('run_id')} = s.${c('_run_id')} AND pf.${c('school_id')} = s.${c('_school_id')})`,
+    ...(absent.unkeptRows
+      ? []
+      : [
+          `DELETE FROM ${stage(t)} s WHERE NOT EXISTS (SELECT 1 FROM ${d.temp(T.pendingFiles)} AS pf WHERE pf.${c('table_name')} = ${d.str(t.name)} ` +
+            `AND pf.${c('keep')} = 1 AND pf.${c('run_id')} = s.${c('_run_id')} AND pf.${c('school_id')} = s.${c('_school_id')})`,
+        ]),
   ]);
 }
 
@@ -290,7 +306,7 @@ export function appendStatements({ plan, d }: NightlyParts, stage: (t: TablePlan
  * the (school, table) pairs the next merge recomputes, task keys): `warehouse load` runs it per
  * run, and merges once after its runs.
  */
-export function recordStatements({ plan, d }: NightlyParts, stage: (t: TablePlan) => string): string[] {
+export function recordStatements({ plan, d }: NightlyParts, stage: (t: TablePlan) => string, absent: Absent = {}): string[] {
   const c = (n: string): string => d.ident(n);
   const sameTask = (a: string, b: string): string =>
     ['run_id', 'school_id', 'resource', 'seq'].map((k) => `${a}.${c(k)} = ${b}.${c(k)}`).join(' AND ');
@@ -302,7 +318,7 @@ export function recordStatements({ plan, d }: NightlyParts, stage: (t: TablePlan
     `JOIN ${d.temp(T.files)} AS f ON ${sameTask('f', 'p')} JOIN ${d.temp(T.known)} AS k ON k.${c('table_name')} = f.${c('table_name')} ` +
     `WHERE p.${c('mode')} = 'full' AND p.${c('piece_final')} = 1 AND ${notSuperseded(d, `p.${c('run_id')}`, `p.${c('school_id')}`, `f.${c('table_name')}`)}`;
   return [
-    ...purgeStatements(plan, d, `SELECT ${c('run_id')}, ${c('school_id')} FROM ${d.temp(T.pendingPurges)}`),
+    ...(absent.purges ? [] : purgeStatements(plan, d, `SELECT ${c('run_id')}, ${c('school_id')} FROM ${d.temp(T.pendingPurges)}`)),
     `INSERT INTO ${d.table(SNAPSHOTS_TABLE)} (${c('run_id')}, ${c('school_id')}, ${c('table_name')}) ` +
       `SELECT DISTINCT x.${c('run_id')}, x.${c('school_id')}, x.${c('table_name')} FROM (${snapshotTables}) AS x ` +
       `WHERE x.${c('table_name')} <> ${d.str(DELETIONS_TABLE)}`,

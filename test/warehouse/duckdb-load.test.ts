@@ -394,6 +394,32 @@ describe('loadIntoDuckDb rules', () => {
     ]);
     expect(scratchPath(':memory:')).toBe(':memory:');
   });
+
+  // Each load adds the columns a table's schema gained since the database was made, to both of
+  // its tables, and only those (one query finds them).
+  it('adds a column the schema gained since the database was made to both tables, keeping their rows', async () => {
+    const sink = dirSource(dest, { local: true });
+    await writeRun(dest, R1, 'parquet', [
+      { school: 'A1', resource: 'achievements', mode: 'full', tables: { achievements: [ach('A10', 1, '2024-01-01')] } },
+    ]);
+    await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    // the database of a version whose achievements had no comment
+    for (const table of ['achievements', '_raw_achievements']) await dump(db, `ALTER TABLE ${table} DROP COLUMN comment`);
+    const hasComment =
+      "SELECT table_name FROM duckdb_columns() WHERE column_name = 'comment' AND table_name LIKE '%achievements' ORDER BY 1";
+    expect(await dump(db, hasComment)).toEqual([]);
+
+    await writeRun(dest, R2, 'parquet', [
+      { school: 'A1', resource: 'achievements', mode: 'incremental', tables: { achievements: [ach('A11', 2, '2024-02-01')] } },
+    ]);
+    const r = await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+    expect(r.appliedRuns).toEqual([R2]);
+    expect(await dump(db, hasComment)).toEqual([{ table_name: '_raw_achievements' }, { table_name: 'achievements' }]);
+    expect(await dump(db, 'SELECT id, points, comment FROM achievements ORDER BY id')).toEqual([
+      { id: 'A10', points: '1', comment: null },
+      { id: 'A11', points: '2', comment: 'cA11' },
+    ]);
+  });
 });
 
 describe('DuckDB allocator', () => {
