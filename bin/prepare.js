@@ -51,7 +51,10 @@ if (forPack) {
   rmSync(join(root, 'dist'), { recursive: true, force: true });
   copyFileSync(join(root, 'package-lock.json'), shrinkwrap);
 }
-const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+// Emit only (--noCheck): types are checked by `npm run typecheck` (in `npm test`, over src/, test/
+// and bench/), and the emitted files are byte for byte the same. It halves the build: 21 -> 11 s of
+// CPU on a 2-core machine, paid by every `npm ci` and `npm pack`. A syntax error still fails it.
+const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--noCheck'], { stdio: 'inherit' });
 if (r.status !== 0) {
   console.error(`school-export: building dist/ failed${strict ? '' : '; the command will run from src/ through tsx'}`);
   if (strict) process.exit(1);
