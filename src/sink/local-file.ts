@@ -19,6 +19,8 @@ import type { SinkFile } from './types.ts';
  * A write that fails (a full disk) closes the descriptor and removes the temp file at once: the
  * file can never be committed, and a caller that forgets to abort must not leak either.
  */
+const WRITE_BYTES = 64 * 1024;
+
 export async function openLocalFile(finalPath: string, io: LocalIo, owner?: string): Promise<SinkFile> {
   const dir = path.dirname(finalPath);
   const { fh, tmpPath } = await createTemp(dir, path.basename(finalPath), io, owner);
@@ -34,24 +36,40 @@ export async function openLocalFile(finalPath: string, io: LocalIo, owner?: stri
   let cleaned: Promise<void> | undefined;
   const cleanUp = () => (cleaned ??= closeFh().then(() => rm(tmpPath, { force: true })));
 
+  // Bytes are held until WRITE_BYTES are ready or the file ends: a small file (most of a nightly
+  // run's, a few KB each) is then one write, not one per chunk its writer made. Each write is a
+  // round trip through libuv's thread pool: 10.5 a school on an incremental night, 2 a data file.
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  const flush = (callback: (e?: Error | null) => void): void => {
+    const buffers = held;
+    held = [];
+    heldBytes = 0;
+    if (buffers.length === 0) return callback();
+    writeAll(fh, buffers).then(
+      () => callback(),
+      (e: unknown) => {
+        // release the descriptor and the space before the error is seen; commit() reports it
+        cleanUp()
+          .catch(() => {})
+          .finally(() => callback(e as Error));
+      },
+    );
+  };
   const stream = new Writable({
-    highWaterMark: 64 * 1024,
+    highWaterMark: WRITE_BYTES,
     writev(chunks, callback) {
-      const buffers = chunks.map((c) => c.chunk as Buffer);
-      for (const b of buffers) {
+      for (const c of chunks) {
+        const b = c.chunk as Buffer;
         hash.update(b);
         bytes += b.length;
+        held.push(b);
+        heldBytes += b.length;
       }
-      writeAll(fh, buffers).then(
-        () => callback(),
-        (e: unknown) => {
-          // release the descriptor and the space before the error is seen; commit() reports it
-          cleanUp()
-            .catch(() => {})
-            .finally(() => callback(e as Error));
-        },
-      );
+      if (heldBytes < WRITE_BYTES) callback();
+      else flush(callback);
     },
+    final: flush,
   });
   // A write error is reported by commit(); without a listener it would crash the process.
   stream.on('error', () => {});

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -116,6 +116,40 @@ describe('LocalSink files', () => {
     file.stream.end('data');
     await expect(file.commit()).rejects.toThrow(/dir fsync/);
     expect(await allFiles(root)).toEqual([]);
+  });
+
+  it('writes a small file in one write, and a larger one in bounded writes as it goes', async () => {
+    const probe = await open(path.join(root, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { writev: (...a: unknown[]) => Promise<unknown> };
+    await probe.close();
+    const original = proto.writev;
+    const sizes: number[] = [];
+    proto.writev = function (this: unknown, buffers: unknown, ...rest: unknown[]) {
+      sizes.push((buffers as Buffer[]).reduce((n, b) => n + b.length, 0));
+      return original.call(this, buffers, ...rest);
+    };
+    try {
+      const sink = new LocalSink(root);
+      const small = await sink.openFile(REL);
+      const parts = ['{"id":1}\n', '{"id":2}\n', '{"id":3}\n'];
+      for (const p of parts) small.stream.write(Buffer.from(p));
+      await small.commit();
+      expect(sizes).toEqual([parts.join('').length]);
+      expect(await readFile(path.join(root, ...REL.split('/')), 'utf8')).toBe(parts.join(''));
+
+      sizes.length = 0;
+      const large = await sink.openFile('big/lines.ndjson');
+      const line = Buffer.alloc(1000, 'b');
+      for (let i = 0; i < 300; i++) if (!large.stream.write(line)) await new Promise((r) => large.stream.once('drain', r));
+      const { bytes } = await large.commit();
+      expect(bytes).toBe(300_000);
+      // written as it goes (never all held), each write at least the 64 KiB it waits for but the last
+      expect(sizes.length).toBeGreaterThanOrEqual(4);
+      expect(sizes.slice(0, -1).every((n) => n >= 64 * 1024)).toBe(true);
+      expect(sizes.reduce((a, b) => a + b, 0)).toBe(300_000);
+    } finally {
+      proto.writev = original;
+    }
   });
 
   it('respects backpressure and streams a file larger than the buffer', async () => {
