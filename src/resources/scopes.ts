@@ -54,11 +54,31 @@ export function readPermissionWords(identity: string): string[] | undefined {
 
 /** Whether a read permission's words name `resource` and then `property` (tolerant of case, separators, singular/plural). */
 export function namesProperty(permissionWords: readonly string[], resource: string, property: string): boolean {
-  const prop = words(property);
-  return resourceForms(resource).some((r) => {
-    const want = [...r, ...prop];
-    return want.length === permissionWords.length && want.every((w, i) => w === permissionWords[i]);
-  });
+  return propertyWordKeys(resource, [property]).has(wordKey(permissionWords));
+}
+
+/**
+ * Every way a read permission's words can name one of the resource's properties, each as one key
+ * (wordKey) -> the properties it names: a run matches each identity it meets with one lookup
+ * instead of comparing it with every column of every table.
+ */
+export function propertyWordKeys(resource: string, properties: readonly string[]): Map<string, string[]> {
+  const forms = resourceForms(resource);
+  const keys = new Map<string, string[]>();
+  for (const property of properties) {
+    const prop = words(property);
+    for (const key of new Set(forms.map((r) => wordKey([...r, ...prop])))) {
+      const named = keys.get(key);
+      if (named) named.push(property);
+      else keys.set(key, [property]);
+    }
+  }
+  return keys;
+}
+
+/** Words as one comparable key (words hold no spaces). */
+export function wordKey(ws: readonly string[]): string {
+  return ws.join(' ');
 }
 
 /** Identities compare without regard to case: `Achievement_Comment.Read` is the permission `achievement_comment.read`. */
