@@ -10,6 +10,9 @@ import { ensureDir, writeAll, type LocalIo } from './local-io.ts';
 import { tempName } from './paths.ts';
 import type { SinkFile } from './types.ts';
 
+/** Bytes held before a write (and the stream's buffer): see openLocalFile. */
+const WRITE_BYTES = 64 * 1024;
+
 /**
  * One local file: bytes go to `.<name>~<owner>~<random>.tmp` beside the final path, hashed as
  * they pass; commit fsyncs the file, renames it into place and fsyncs the directory. A killed
@@ -19,8 +22,6 @@ import type { SinkFile } from './types.ts';
  * A write that fails (a full disk) closes the descriptor and removes the temp file at once: the
  * file can never be committed, and a caller that forgets to abort must not leak either.
  */
-const WRITE_BYTES = 64 * 1024;
-
 export async function openLocalFile(finalPath: string, io: LocalIo, owner?: string): Promise<SinkFile> {
   const dir = path.dirname(finalPath);
   const { fh, tmpPath } = await createTemp(dir, path.basename(finalPath), io, owner);
@@ -39,6 +40,8 @@ export async function openLocalFile(finalPath: string, io: LocalIo, owner?: stri
   // Bytes are held until WRITE_BYTES are ready or the file ends: a small file (most of a nightly
   // run's, a few KB each) is then one write, not one per chunk its writer made. Each write is a
   // round trip through libuv's thread pool: 10.5 a school on an incremental night, 2 a data file.
+  // A chunk is kept after its write's callback, so writers must not reuse a buffer they wrote
+  // (ours do not: text chunks are copied out of the encoders' scratch, Parquet pages are fresh).
   let held: Buffer[] = [];
   let heldBytes = 0;
   const flush = (callback: (e?: Error | null) => void): void => {
