@@ -52,13 +52,9 @@ export function readPermissionWords(identity: string): string[] | undefined {
   return words(identity.slice(0, dot));
 }
 
-/** Whether a read permission's words name `resource` and then `property` (tolerant of case, separators, singular/plural). */
-export function namesProperty(permissionWords: readonly string[], resource: string, property: string): boolean {
-  return propertyWordKeys(resource, [property]).has(wordKey(permissionWords));
-}
-
 /**
- * Every way a read permission's words can name one of the resource's properties, each as one key
+ * Every way a read permission's words can name one of the resource's properties (the resource
+ * first, then the property; tolerant of case, separators, singular/plural), each as one key
  * (wordKey) -> the properties it names: a run matches each identity it meets with one lookup
  * instead of comparing it with every column of every table.
  */

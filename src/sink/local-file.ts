@@ -38,8 +38,8 @@ export async function openLocalFile(finalPath: string, io: LocalIo, owner?: stri
   const cleanUp = () => (cleaned ??= closeFh().then(() => rm(tmpPath, { force: true })));
 
   // Bytes are held until WRITE_BYTES are ready or the file ends: a small file (most of a nightly
-  // run's, a few KB each) is then one write, not one per chunk its writer made. Each write is a
-  // round trip through libuv's thread pool: 10.5 a school on an incremental night, 2 a data file.
+  // run's, a few KB each) is then one write, not one per chunk its writer made (two a data file
+  // before; each write is a round trip through libuv's thread pool).
   // A chunk is kept after its write's callback, so writers must not reuse a buffer they wrote
   // (ours do not: text chunks are copied out of the encoders' scratch, Parquet pages are fresh).
   let held: Buffer[] = [];

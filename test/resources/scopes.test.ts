@@ -1,11 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { checkPropertyScopes, namesProperty, parsePropertyScopePairs, readPermissionWords } from '../../src/resources/scopes.ts';
+import {
+  checkPropertyScopes,
+  parsePropertyScopePairs,
+  propertyWordKeys,
+  readPermissionWords,
+  wordKey,
+} from '../../src/resources/scopes.ts';
 import { selectResources } from '../../src/resources/index.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const guards = (identity: string, resource: string, property: string) => {
   const w = readPermissionWords(identity);
-  return w !== undefined && namesProperty(w, resource, property);
+  return w !== undefined && propertyWordKeys(resource, [property]).has(wordKey(w));
 };
 
 describe('property permissions are matched tolerantly', () => {
