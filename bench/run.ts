@@ -12,6 +12,9 @@ import type { Shape } from './sections.ts';
 import { spawnSync } from 'node:child_process';
 import { distIsFresh, ROOT } from './procs.ts';
 
+// The scale section copies files into s3rver from this process: the AWS SDK's notice about Node 20
+// (docs/operations.md) would land in the middle of the progress lines, as it does for the children.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const argv = process.argv.slice(2);
 const mode: Mode = argv.includes('--tiny') ? 'tiny' : argv.includes('--quick') ? 'quick' : 'full';
 const nodeArgs: string[] = [];
