@@ -4,7 +4,7 @@ import pLimit from 'p-limit';
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
 import { compareDocs, docOf, listDocs, type ManifestDoc } from '../manifest/layout.ts';
 import type { TableSchema } from '../table.ts';
-import { prepareDuckDbAllocator } from './duckdb-allocator.ts';
+import { allocatorConfFor, newestExportSize, prepareDuckDbAllocator } from './duckdb-allocator.ts';
 import {
   addColumnsSql,
   columnsSql,
@@ -159,8 +159,9 @@ const ALL = {
 export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const plan = buildPlan(opts.tables);
   const progress = opts.onProgress ?? (() => {});
+  const listed = await listDocs(opts.sink);
+  prepareDuckDbAllocator(allocatorConfFor(await newestExportSize(opts.sink, listed)));
   // Loaded here, not at the top: only `warehouse load` needs the DuckDB binding.
-  prepareDuckDbAllocator();
   const { DuckDBInstance } = await import('@duckdb/node-api');
   const instance = await DuckDBInstance.create(opts.dbPath).catch((e: unknown) => {
     throw new ConfigError(
@@ -175,7 +176,7 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const tables = new ManifestTables(conn, { inScratch: true });
   try {
     await conn.run(`ATTACH ${q(scratch)} AS ${d.ident(SCRATCH)}`);
-    return await new Load(conn, plan, opts, files, tables, progress).run();
+    return await new Load(conn, plan, opts, files, tables, progress, listed).run();
   } finally {
     tables.close();
     await files.close();
@@ -200,6 +201,8 @@ class Load {
     private readonly files: LocalFiles,
     private readonly tables: ManifestTables,
     private readonly progress: (msg: string) => void,
+    /** The manifests listed before the load began: its first reading of them needs no other listing. */
+    private firstListing?: ManifestDoc[],
   ) {
     this.parts = { plan, d, requirePseudonymised: false };
   }
@@ -389,7 +392,8 @@ class Load {
    * are forgotten. Returns how many were read.
    */
   private async readNewDocs(first: boolean): Promise<number> {
-    const listed = await listDocs(this.opts.sink);
+    const listed = this.firstListing ?? (await listDocs(this.opts.sink));
+    this.firstListing = undefined;
     await this.exec(`CREATE OR REPLACE TEMP TABLE _se_listed (manifest VARCHAR)`);
     const a = await this.conn.createAppender('_se_listed');
     for (const doc of listed) {

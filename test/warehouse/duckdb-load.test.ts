@@ -3,7 +3,6 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ALLOCATOR_CONF, ALLOCATOR_CONF_VAR, prepareDuckDbAllocator } from '../../src/warehouse/duckdb-allocator.ts';
 import { loadIntoDuckDb } from '../../src/warehouse/duckdb-load.ts';
 import { scratchPath } from '../../src/warehouse/duckdb-scratch.ts';
 import { dirSource, dump, SCHEMAS, writeRun, writeTableFile, meta, type Format } from './fixtures.ts';
@@ -419,18 +418,5 @@ describe('loadIntoDuckDb rules', () => {
       { id: 'A10', points: '1', comment: null },
       { id: 'A11', points: '2', comment: 'cA11' },
     ]);
-  });
-});
-
-describe('DuckDB allocator', () => {
-  it("returns freed pages at once in every load, unless the user's environment says otherwise", () => {
-    const env: NodeJS.ProcessEnv = {};
-    prepareDuckDbAllocator(env);
-    expect(env[ALLOCATOR_CONF_VAR]).toBe(ALLOCATOR_CONF);
-    expect(ALLOCATOR_CONF).toMatch(/(^|,)dirty_decay_ms:0(,|$)/);
-    expect(ALLOCATOR_CONF).toMatch(/(^|,)muzzy_decay_ms:0(,|$)/);
-    const mine: NodeJS.ProcessEnv = { [ALLOCATOR_CONF_VAR]: 'dirty_decay_ms:1000' };
-    prepareDuckDbAllocator(mine);
-    expect(mine[ALLOCATOR_CONF_VAR]).toBe('dirty_decay_ms:1000');
   });
 });
