@@ -212,6 +212,12 @@ export async function readHeader(src: ManifestSource, doc: ManifestDoc): Promise
   throw new ExportError('E_STATE', `manifest ${doc.path} is empty`);
 }
 
+/** A run's task entries and rows in all, from its run manifest's summary. */
+export function runTotalsSize(totals: Pick<RunTotals, 'tasks' | 'rows'>): { tasks: number; rows: number } {
+  const sum = (o: Record<string, number | undefined>): number => Object.values(o).reduce<number>((a, n) => a + (n ?? 0), 0);
+  return { tasks: sum(totals.tasks), rows: sum(totals.rows) };
+}
+
 /** Every run of the destination with its documents, in run order. */
 export async function listRuns(src: Pick<ManifestSource, 'list'>): Promise<RunDocs[]> {
   return byRun(await listDocs(src));

@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import { byRun, listDocs, readHeader, runTasks, type DocHeader, type RunDocs } from '../manifest/layout.ts';
+import { byRun, listDocs, readHeader, runTasks, runTotalsSize, type DocHeader, type RunDocs } from '../manifest/layout.ts';
 import { isStale, readLeases } from '../manifest/lease.ts';
 import { DigestedStates } from '../manifest/state-digest.ts';
 import { DIRECTIVES_PREFIX, listStates, readState, type ListedState } from '../manifest/state-store.ts';
@@ -124,11 +124,9 @@ function runStatus(id: string, m: DocHeader | RunManifest | undefined, partTasks
     finished_at: finished,
     duration_seconds: started ? secondsBetween(finished ? new Date(finished) : now, started) : null,
     shard: m?.shard ? `${m.shard.index}/${m.shard.count}` : (/-s(\d+)of(\d+)$/.exec(id)?.slice(1).join('/') ?? null),
-    tasks: totals ? Object.values(totals.tasks).reduce((a, b) => a + (b ?? 0), 0) : tasks.length,
+    tasks: totals ? runTotalsSize(totals).tasks : tasks.length,
     unchanged: totals ? (totals.tasks.unchanged ?? 0) : tasks.filter((t) => t.status === 'unchanged').length,
-    rows: totals
-      ? Object.values(totals.rows).reduce((a, b) => a + b, 0)
-      : tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
+    rows: totals ? runTotalsSize(totals).rows : tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
     failures: totals
       ? (totals.tasks.failed ?? 0) + (totals.tasks.interrupted ?? 0)
       : tasks.filter((t) => t.status === 'failed' || t.status === 'interrupted').length,

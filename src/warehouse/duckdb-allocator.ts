@@ -22,7 +22,7 @@
  * manifest yet, an older layout) counts as big. A value the user set is kept (e.g.
  * `dirty_decay_ms:1000,muzzy_decay_ms:1000`, jemalloc's own, for speed where memory is plenty).
  */
-import { byRun, readHeader, type ManifestDoc, type ManifestSource } from '../manifest/layout.ts';
+import { byRun, readHeader, runTotalsSize, type ManifestDoc, type ManifestSource } from '../manifest/layout.ts';
 
 export const ALLOCATOR_CONF_VAR = 'DUCKDB_JE_MALLOC_CONF';
 /** A big load: freed pages go back at once. */
@@ -62,10 +62,12 @@ export async function newestExportSize(src: ManifestSource, listed: ManifestDoc[
     const head = await readHeader(src, run.manifest).catch(() => undefined);
     if (!head || head.version !== 2) return undefined; // an older layout: no summary to size it by
     if (head.kind !== 'export') continue;
-    const sum = (o: Record<string, number | undefined>): number => Object.values(o).reduce<number>((a, n) => a + (n ?? 0), 0);
+    // a summary the run manifest lacks sizes nothing (the load itself reports a malformed manifest)
+    if (typeof head.summary?.tasks !== 'object' || typeof head.summary.rows !== 'object') return undefined;
+    const { tasks, rows } = runTotalsSize(head.summary);
     // one shard of N: the night, whose pairs the load merges together, is about N times as big
     const shards = Math.max(1, head.shard?.count ?? 1);
-    return { tasks: sum(head.summary.tasks) * shards, rows: sum(head.summary.rows) * shards };
+    return { tasks: tasks * shards, rows: rows * shards };
   }
   return undefined;
 }

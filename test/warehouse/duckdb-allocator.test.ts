@@ -80,6 +80,9 @@ describe('DuckDB allocator of a load', () => {
       tasks: 10_000,
       rows: 20_000,
     });
+    // a run manifest without a usable summary sizes nothing (and does not stop the load here)
+    const { summary: _gone, ...bare } = runManifest('20261130T010000.000Z-ffff', 'export', {}, {});
+    expect(await sizeOf({ ...docs, [runManifestPath('20261130T010000.000Z-ffff')]: bare })).toBeUndefined();
     // an export written before run manifests had summaries (one document with its tasks): unknown
     expect(
       await sizeOf({ [runManifestPath('20240101T000000Z-0001')]: { version: 1, run_id: '20240101T000000Z-0001', tasks: [] } }),
