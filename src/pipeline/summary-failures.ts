@@ -1,3 +1,4 @@
+import { groupBy } from '../group-by.ts';
 import type { RunSummary } from './summary.ts';
 
 /**
@@ -18,12 +19,6 @@ const one = (f: Failure) => `${label(f.status)} ${f.school_id} ${f.resource}: [$
 /** The message with what differs from task to task (the school, the resume note) taken out. */
 function shape(f: Failure): string {
   return f.message.replace(RESUMES, '').split(f.school_id).join('<school>');
-}
-
-function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const t of items) (out.get(key(t)) ?? out.set(key(t), []).get(key(t))!).push(t);
-  return out;
 }
 
 export function failureLines(failures: Failure[]): string[] {

@@ -2,9 +2,10 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { existsSync } from 'node:fs';
 import pLimit from 'p-limit';
 import { ConfigError, ExportError, oneLine } from '../errors.ts';
+import { groupBy } from '../group-by.ts';
 import { compareDocs, docOf, listDocs, type ManifestDoc } from '../manifest/layout.ts';
 import type { TableSchema } from '../table.ts';
-import { allocatorConfFor, newestExportSize, prepareDuckDbAllocator } from './duckdb-allocator.ts';
+import { allocatorConfFor, newestExportSize, prepareDuckDbAllocator, threadsFor } from './duckdb-allocator.ts';
 import {
   addColumnsSql,
   columnsSql,
@@ -29,7 +30,7 @@ import {
   recordStatements,
   setupStatements,
   stageName,
-  stagedCountStatements,
+  stagedCountCheckedAtOnce,
   type Absent,
   type NightlyParts,
 } from './nightly.ts';
@@ -83,7 +84,10 @@ export interface LoadOptions {
   /** Rows one batch of a run's schools stages (default 200,000) and staged rows one merge statement works on (default 50,000); a school is never split. */
   batchRows?: number;
   mergeRows?: number;
-  /** DuckDB threads at most (default: one per core); the memory limit may allow fewer (THREAD_MIB). */
+  /**
+   * DuckDB threads at most (default: one per core, one for a load of a few schools' changes:
+   * threadsFor); the memory limit may allow fewer (THREAD_MIB).
+   */
   threads?: number;
   /**
    * Called with each batch of files once they are checked, just before DuckDB reads them. Tests
@@ -109,6 +113,8 @@ const q = (v: string): string => d.str(v);
 /** Rows a batch of a run's schools stages, and staged rows a merge batch works on (a school is never split). */
 const BATCH_ROWS = 200_000;
 const MERGE_ROWS = 50_000;
+/** A batch with at most this many pending files (a merge, touched pairs) lists them with one query, not one per table (about 250 bytes each in memory). */
+const LIST_AT_ONCE = 5_000;
 const MiB = 1024 * 1024;
 const MEMORY_MIB = 128;
 /**
@@ -160,7 +166,8 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const plan = buildPlan(opts.tables);
   const progress = opts.onProgress ?? (() => {});
   const listed = await listDocs(opts.sink);
-  prepareDuckDbAllocator(allocatorConfFor(await newestExportSize(opts.sink, listed)));
+  const size = await newestExportSize(opts.sink, listed);
+  prepareDuckDbAllocator(allocatorConfFor(size));
   // Loaded here, not at the top: only `warehouse load` needs the DuckDB binding.
   const { DuckDBInstance } = await import('@duckdb/node-api');
   const instance = await DuckDBInstance.create(opts.dbPath).catch((e: unknown) => {
@@ -176,7 +183,7 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   const tables = new ManifestTables(conn, { inScratch: true });
   try {
     await conn.run(`ATTACH ${q(scratch)} AS ${d.ident(SCRATCH)}`);
-    return await new Load(conn, plan, opts, files, tables, progress, listed).run();
+    return await new Load(conn, plan, { ...opts, threads: threadsFor(size, opts.threads) }, files, tables, progress, listed).run();
   } finally {
     tables.close();
     await files.close();
@@ -335,21 +342,10 @@ class Load {
    */
   private async merge(): Promise<void> {
     const batchTable = '_se_touched_batch';
-    // one query for the tables touched, rather than one per table of the plan
-    const touched = new Set(
-      (await this.rows(`SELECT DISTINCT table_name FROM ${d.table(TOUCHED_TABLE)}`)).map((r) => String(r.table_name)),
-    );
-    for (const t of this.plan.tables) {
-      const tables = [t.name, ...(t.parent ? [t.parent.table] : [])];
-      if (!tables.some((n) => touched.has(n))) continue;
-      const names = tables.map(q).join(', ');
-      const schools = await this.rows(
-        `SELECT ts.school_id, count(r._school_id)::BIGINT AS n FROM (SELECT DISTINCT school_id FROM ${d.table(TOUCHED_TABLE)} ` +
-          `WHERE table_name IN (${names})) AS ts LEFT JOIN ${d.table(rawName(t.name))} AS r ON r._school_id = ts.school_id GROUP BY ts.school_id ORDER BY ts.school_id`,
-      );
-      if (schools.length === 0) continue;
-      const batches = batchesOf(schools, this.opts.mergeRows ?? MERGE_ROWS);
-      for (const batch of batches) {
+    for (const [t, schools] of await this.schoolsToMerge()) {
+      const rows = await schools();
+      if (rows.length === 0) continue;
+      for (const batch of batchesOf(rows, this.opts.mergeRows ?? MERGE_ROWS)) {
         await this.exec(`CREATE OR REPLACE TEMP TABLE ${batchTable} (school_id VARCHAR, table_name VARCHAR)`);
         const a = await this.conn.createAppender(batchTable);
         for (const id of batch) {
@@ -365,6 +361,33 @@ class Load {
       }
     }
     await this.transaction(() => this.exec([...(this.opts.keepHistory ? [] : [snapshotCleanup(d)]), ...markMergedStatements(d)]));
+  }
+
+  /**
+   * The tables to merge (parents first), each with its touched schools (a child's include its
+   * parent's) and their staged rows, which size the merge batches. Few touched pairs are counted
+   * by one query for every table; many (a full night of thousands of schools), table by table
+   * when merged, so that one table's list is held at a time. Merging a table changes no other
+   * table's staged rows, so counting them all first gives the same batches.
+   */
+  private async schoolsToMerge(): Promise<[TablePlan, () => Promise<Record<string, unknown>[]>][]> {
+    const touched = new Map(
+      (await this.rows(`SELECT table_name, count(*)::BIGINT AS n FROM ${d.table(TOUCHED_TABLE)} GROUP BY table_name`)).map((r) => [
+        String(r.table_name),
+        Number(r.n),
+      ]),
+    );
+    const namesOf = (t: TablePlan): string[] => [t.name, ...(t.parent ? [t.parent.table] : [])];
+    const tables = this.plan.tables.filter((t) => namesOf(t).some((n) => touched.has(n)));
+    const pairs = tables.reduce((sum, t) => sum + namesOf(t).reduce((n, name) => n + (touched.get(name) ?? 0), 0), 0);
+    const count = (t: TablePlan, i: number): string =>
+      `SELECT ${i} AS k, ts.school_id, count(r._school_id)::BIGINT AS n FROM (SELECT DISTINCT school_id FROM ${d.table(TOUCHED_TABLE)} ` +
+      `WHERE table_name IN (${namesOf(t).map(q).join(', ')})) AS ts LEFT JOIN ${d.table(rawName(t.name))} AS r ON r._school_id = ts.school_id GROUP BY ts.school_id`;
+    const all =
+      pairs <= LIST_AT_ONCE && tables.length > 0
+        ? groupBy(await this.rows(`${tables.map(count).join(' UNION ALL ')} ORDER BY k, school_id`), (r) => String(r.k))
+        : undefined;
+    return tables.map((t, i) => [t, async () => all?.get(String(i)) ?? (all ? [] : await this.rows(`${count(t, i)} ORDER BY school_id`))]);
   }
 
   private async exists(table: string): Promise<boolean> {
@@ -576,9 +599,7 @@ class Load {
     // memory limit; rows inserted inside a transaction stay in memory until it commits); then the
     // run's rows and records go in at once. Tables without files in this run stage nothing (the
     // deletions stage is read by the record, empty or not).
-    const withFiles = new Set(
-      (await this.rows(`SELECT DISTINCT table_name FROM ${d.temp(T.pendingFiles)}`)).map((x) => String(x.table_name)),
-    );
+    const withFiles = await this.pendingFilesByTable();
     const stagedTables = this.plan.tables.filter((t) => withFiles.has(t.name) || t === this.plan.deletions);
     // Statements that would change nothing are not sent (about 50 a batch): the first load's
     // rebuild once tasks are recorded, purges and the dropping of other tasks' rows when there are none.
@@ -590,9 +611,10 @@ class Load {
     try {
       for (const t of stagedTables) {
         await this.exec(`CREATE OR REPLACE TEMP TABLE ${staged(t)} AS SELECT * FROM ${d.table(rawName(t.name))} WHERE 1 = 0`);
-        if (!withFiles.has(t.name)) continue;
+        const files = withFiles.get(t.name);
+        if (!files) continue;
         try {
-          await this.stageTable(runId, t);
+          await this.stageTable(runId, t, await files());
         } catch (e) {
           if (e instanceof StageFailure) throw await this.explain(e);
           // a file that changed after its run (checksum) or cannot be read: say whose it is
@@ -600,8 +622,9 @@ class Load {
             throw await this.stuck(e.message.replace(/^[^ ]+ /, ''), e.message.split(' ')[0]!, t, e);
           throw e;
         }
-        await this.checked(() => this.exec(stagedCountStatements(one(t), staged, absent)));
       }
+      const withRows = { ...this.parts, plan: { ...this.plan, tables: stagedTables.filter((t) => withFiles.has(t.name)) } };
+      await this.checked(() => this.exec(stagedCountCheckedAtOnce(withRows, staged, absent)));
       await this.transaction(async () => {
         if (found?.applied !== true) await this.exec(rebuildStatements(this.parts));
         for (const t of stagedTables) await this.exec(appendStatements(one(t), staged));
@@ -614,27 +637,50 @@ class Load {
     return Number(n?.n ?? 0);
   }
 
-  /** The table's pending files of this run, staged by one statement per batch of files of one format. */
-  private async stageTable(runId: string, t: TablePlan): Promise<void> {
-    // with the sizes the manifests record (the longest line sizes the readers' limits)
-    const listed = (
-      await this.rows(
-        `SELECT p.path, p.sha256, max(f.bytes)::BIGINT AS bytes, max(f.max_line_bytes)::BIGINT AS max_line FROM ` +
-          `(SELECT DISTINCT path, sha256 FROM ${d.temp(T.pendingFiles)} WHERE table_name = ${q(t.name)}) AS p ` +
-          `LEFT JOIN ${d.temp(T.files)} AS f ON f.path = p.path GROUP BY p.path, p.sha256 ORDER BY p.path`,
-      )
-    ).map((r) => ({
+  /**
+   * The batch's pending files by table, with the sizes the manifests record (the longest line
+   * sizes the readers' limits). A batch of few files is listed by one query; a big one (a full
+   * night of thousands of schools) table by table, when staged, so that only one table's list is
+   * held at a time.
+   */
+  private async pendingFilesByTable(): Promise<Map<string, () => Promise<PendingFile[]>>> {
+    const counts = await this.rows(
+      `SELECT table_name, count(DISTINCT path)::BIGINT AS n FROM ${d.temp(T.pendingFiles)} GROUP BY table_name`,
+    );
+    const total = counts.reduce((sum, r) => sum + Number(r.n), 0);
+    const all = total <= LIST_AT_ONCE ? groupBy(await this.listPendingFiles(), (f) => f.table) : undefined;
+    return new Map(
+      counts.map((r) => {
+        const table = String(r.table_name);
+        return [table, async () => all?.get(table) ?? (await this.listPendingFiles(table))];
+      }),
+    );
+  }
+
+  /** Pending files of the batch (of one table), with their sizes from the manifests. */
+  private async listPendingFiles(table?: string): Promise<(PendingFile & { table: string })[]> {
+    const only = table === undefined ? '' : ` WHERE table_name = ${q(table)}`;
+    const listed = await this.rows(
+      `SELECT p.table_name, p.path, p.sha256, max(f.bytes)::BIGINT AS bytes, max(f.max_line_bytes)::BIGINT AS max_line FROM ` +
+        `(SELECT DISTINCT table_name, path, sha256 FROM ${d.temp(T.pendingFiles)}${only}) AS p ` +
+        `LEFT JOIN ${d.temp(T.files)} AS f ON f.path = p.path GROUP BY p.table_name, p.path, p.sha256 ORDER BY p.table_name, p.path`,
+    );
+    return listed.map((r) => ({
+      table: String(r.table_name),
       path: String(r.path),
       sha256: r.sha256 === null ? '' : String(r.sha256),
       bytes: r.bytes === null ? null : Number(r.bytes),
       maxLineBytes: r.max_line === null ? null : Number(r.max_line),
     }));
-    const byKind = new Map<string, PendingFile[]>();
-    for (const f of listed) {
+  }
+
+  /** The table's pending files of this run, staged by one statement per batch of files of one format. */
+  private async stageTable(runId: string, t: TablePlan, listed: PendingFile[]): Promise<void> {
+    const byKind = groupBy(listed, (f) => {
       const kind = readerKind(f.path);
       if (!kind) throw new ExportError('E_STATE', `${f.path}: unknown file type (expected .ndjson, .ndjson.gz, .csv or .parquet)`);
-      byKind.set(kind, [...(byKind.get(kind) ?? []), f]);
-    }
+      return kind;
+    });
     const size = this.opts.filesPerStatement ?? 200;
     for (const group of byKind.values()) {
       for (let i = 0; i < group.length; i += size) await this.stageBatch(runId, t, group.slice(i, i + size));

@@ -247,27 +247,66 @@ export interface Absent {
  * run committed (other rows, or another school's or run's rows) fails the load before anything
  * is applied. Then the rows of a compacted file that belong to no pending task are dropped.
  */
-export function stagedCountStatements({ plan, d }: NightlyParts, stage: (t: TablePlan) => string, absent: Absent = {}): string[] {
-  const c = (n: string): string => d.ident(n);
+export function stagedCountStatements(parts: NightlyParts, stage: (t: TablePlan) => string, absent: Absent = {}): string[] {
+  const { plan, d } = parts;
   return plan.tables.flatMap((t) => [
     d.failIf(
-      `SELECT COALESCE(e.${c('run_id')}, s.${c('_run_id')}) AS ${c('run_id')}, COALESCE(e.${c('school_id')}, s.${c('_school_id')}) AS ${c('school_id')}, ` +
-        `COALESCE(e.${c('n')}, 0) AS ${c('expected')}, COALESCE(s.${c('n')}, 0) AS ${c('staged')} FROM ` +
-        `(SELECT ${c('run_id')}, ${c('school_id')}, SUM(${c('row_count')}) AS ${c('n')} FROM ${d.temp(T.pendingFiles)} ` +
-        `WHERE ${c('table_name')} = ${d.str(t.name)} GROUP BY ${c('run_id')}, ${c('school_id')}) AS e FULL OUTER JOIN ` +
-        `(SELECT ${c('_run_id')}, ${c('_school_id')}, COUNT(*) AS ${c('n')} FROM ${stage(t)} GROUP BY ${c('_run_id')}, ${c('_school_id')}) AS s ` +
-        `ON s.${c('_run_id')} = e.${c('run_id')} AND s.${c('_school_id')} = e.${c('school_id')} ` +
-        `WHERE COALESCE(e.${c('n')}, 0) <> COALESCE(s.${c('n')}, 0)`,
-      `'school-export: ${t.name} files of run ' || ${c('run_id')} || ', school ' || ${c('school_id')} || ' hold ' || CAST(${c('staged')} AS ${d.rawType('string')}) || ' rows, the manifests list ' || CAST(${c('expected')} AS ${d.rawType('string')}) || ': a file changed after its run committed; nothing was loaded'`,
+      countMismatches(d, t, stage),
+      mismatchMessage(d, t),
       `school-export: staged ${t.name} rows do not match the row counts the manifests list (a file changed after its run committed); nothing was loaded`,
     ),
-    ...(absent.unkeptRows
-      ? []
-      : [
-          `DELETE FROM ${stage(t)} s WHERE NOT EXISTS (SELECT 1 FROM ${d.temp(T.pendingFiles)} AS pf WHERE pf.${c('table_name')} = ${d.str(t.name)} ` +
-            `AND pf.${c('keep')} = 1 AND pf.${c('run_id')} = s.${c('_run_id')} AND pf.${c('school_id')} = s.${c('_school_id')})`,
-        ]),
+    ...unkeptRowsStatements(parts, t, stage, absent),
   ]);
+}
+
+/**
+ * stagedCountStatements with the checks of every table in one statement (a dialect whose error
+ * text is dynamic): a small load of a dozen tables sends one check, not a dozen.
+ */
+export function stagedCountCheckedAtOnce(parts: NightlyParts, stage: (t: TablePlan) => string, absent: Absent = {}): string[] {
+  const { plan, d } = parts;
+  if (plan.tables.length === 0) return [];
+  const messages = plan.tables
+    .map((t) => `SELECT ${mismatchMessage(d, t)} AS ${d.ident('_message')} FROM (${countMismatches(d, t, stage)}) AS m`)
+    .join(' UNION ALL ');
+  return [
+    d.failIf(
+      messages,
+      d.ident('_message'),
+      'school-export: staged rows do not match the row counts the manifests list (a file changed after its run committed); nothing was loaded',
+    ),
+    ...plan.tables.flatMap((t) => unkeptRowsStatements(parts, t, stage, absent)),
+  ];
+}
+
+/** The (run, school) pairs of a table whose staged rows differ from what the manifests list. */
+function countMismatches(d: SqlDialect, t: TablePlan, stage: (t: TablePlan) => string): string {
+  const c = (n: string): string => d.ident(n);
+  return (
+    `SELECT COALESCE(e.${c('run_id')}, s.${c('_run_id')}) AS ${c('run_id')}, COALESCE(e.${c('school_id')}, s.${c('_school_id')}) AS ${c('school_id')}, ` +
+    `COALESCE(e.${c('n')}, 0) AS ${c('expected')}, COALESCE(s.${c('n')}, 0) AS ${c('staged')} FROM ` +
+    `(SELECT ${c('run_id')}, ${c('school_id')}, SUM(${c('row_count')}) AS ${c('n')} FROM ${d.temp(T.pendingFiles)} ` +
+    `WHERE ${c('table_name')} = ${d.str(t.name)} GROUP BY ${c('run_id')}, ${c('school_id')}) AS e FULL OUTER JOIN ` +
+    `(SELECT ${c('_run_id')}, ${c('_school_id')}, COUNT(*) AS ${c('n')} FROM ${stage(t)} GROUP BY ${c('_run_id')}, ${c('_school_id')}) AS s ` +
+    `ON s.${c('_run_id')} = e.${c('run_id')} AND s.${c('_school_id')} = e.${c('school_id')} ` +
+    `WHERE COALESCE(e.${c('n')}, 0) <> COALESCE(s.${c('n')}, 0)`
+  );
+}
+
+/** The message of a mismatch, over countMismatches' columns. */
+function mismatchMessage(d: SqlDialect, t: TablePlan): string {
+  const c = (n: string): string => d.ident(n);
+  return `'school-export: ${t.name} files of run ' || ${c('run_id')} || ', school ' || ${c('school_id')} || ' hold ' || CAST(${c('staged')} AS ${d.rawType('string')}) || ' rows, the manifests list ' || CAST(${c('expected')} AS ${d.rawType('string')}) || ': a file changed after its run committed; nothing was loaded'`;
+}
+
+/** Rows of a compacted file that belong to no pending task leave the stage. */
+function unkeptRowsStatements({ d }: NightlyParts, t: TablePlan, stage: (t: TablePlan) => string, absent: Absent): string[] {
+  const c = (n: string): string => d.ident(n);
+  if (absent.unkeptRows) return [];
+  return [
+    `DELETE FROM ${stage(t)} s WHERE NOT EXISTS (SELECT 1 FROM ${d.temp(T.pendingFiles)} AS pf WHERE pf.${c('table_name')} = ${d.str(t.name)} ` +
+      `AND pf.${c('keep')} = 1 AND pf.${c('run_id')} = s.${c('_run_id')} AND pf.${c('school_id')} = s.${c('_school_id')})`,
+  ];
 }
 
 /** The DML of one load, meant to run in one transaction after staging: the staged rows and what the tasks say, then the merge. */
