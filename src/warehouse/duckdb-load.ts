@@ -84,6 +84,8 @@ export interface LoadOptions {
   /** Rows one batch of a run's schools stages (default 200,000) and staged rows one merge statement works on (default 50,000); a school is never split. */
   batchRows?: number;
   mergeRows?: number;
+  /** A batch's pending files, or a merge's touched pairs, up to this many are listed by one query, beyond it table by table (default LIST_AT_ONCE). */
+  listAtOnce?: number;
   /**
    * DuckDB threads at most (default: one per core, one for a load of a few schools' changes:
    * threadsFor); the memory limit may allow fewer (THREAD_MIB).
@@ -384,7 +386,7 @@ class Load {
       `SELECT ${i} AS k, ts.school_id, count(r._school_id)::BIGINT AS n FROM (SELECT DISTINCT school_id FROM ${d.table(TOUCHED_TABLE)} ` +
       `WHERE table_name IN (${namesOf(t).map(q).join(', ')})) AS ts LEFT JOIN ${d.table(rawName(t.name))} AS r ON r._school_id = ts.school_id GROUP BY ts.school_id`;
     const all =
-      pairs <= LIST_AT_ONCE && tables.length > 0
+      pairs <= (this.opts.listAtOnce ?? LIST_AT_ONCE) && tables.length > 0
         ? groupBy(await this.rows(`${tables.map(count).join(' UNION ALL ')} ORDER BY k, school_id`), (r) => String(r.k))
         : undefined;
     return tables.map((t, i) => [t, async () => all?.get(String(i)) ?? (all ? [] : await this.rows(`${count(t, i)} ORDER BY school_id`))]);
@@ -648,7 +650,7 @@ class Load {
       `SELECT table_name, count(DISTINCT path)::BIGINT AS n FROM ${d.temp(T.pendingFiles)} GROUP BY table_name`,
     );
     const total = counts.reduce((sum, r) => sum + Number(r.n), 0);
-    const all = total <= LIST_AT_ONCE ? groupBy(await this.listPendingFiles(), (f) => f.table) : undefined;
+    const all = total <= (this.opts.listAtOnce ?? LIST_AT_ONCE) ? groupBy(await this.listPendingFiles(), (f) => f.table) : undefined;
     return new Map(
       counts.map((r) => {
         const table = String(r.table_name);

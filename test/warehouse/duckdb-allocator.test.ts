@@ -4,11 +4,13 @@ import { listDocs, partPath, runManifestPath, type ManifestSource } from '../../
 import {
   ALLOCATOR_CONF_VAR,
   allocatorConfFor,
+  FEW_CHANGES,
   KEEP_BRIEFLY,
   newestExportSize,
   prepareDuckDbAllocator,
   RETURN_AT_ONCE,
   SMALL_RUN,
+  threadsFor,
 } from '../../src/warehouse/duckdb-allocator.ts';
 
 /** A destination's manifests in memory: path -> JSON. */
@@ -49,6 +51,17 @@ describe('DuckDB allocator of a load', () => {
     expect(allocatorConfFor({ tasks: SMALL_RUN.tasks + 1, rows: 10 })).toBe(RETURN_AT_ONCE);
     expect(allocatorConfFor({ tasks: 24, rows: SMALL_RUN.rows + 1 })).toBe(RETURN_AT_ONCE);
     expect(allocatorConfFor(undefined)).toBe(RETURN_AT_ONCE);
+  });
+
+  it("runs a load of a few schools' changes on one thread, others on what the caller asked (default: one per core)", () => {
+    expect(threadsFor({ tasks: 60, rows: 2_067 }, undefined)).toBe(1);
+    expect(threadsFor(FEW_CHANGES, undefined)).toBe(1);
+    expect(threadsFor({ tasks: FEW_CHANGES.tasks + 1, rows: 10 }, undefined)).toBeUndefined();
+    expect(threadsFor({ tasks: 20, rows: FEW_CHANGES.rows + 1 }, undefined)).toBeUndefined();
+    expect(threadsFor(undefined, undefined)).toBeUndefined();
+    // what the caller asks wins either way
+    expect(threadsFor({ tasks: 60, rows: 2_067 }, 4)).toBe(4);
+    expect(threadsFor(undefined, 3)).toBe(3);
   });
 
   it('sizes the newest export run from its run manifest, passing over compactions and runs killed before theirs', async () => {

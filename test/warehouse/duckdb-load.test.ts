@@ -212,6 +212,36 @@ describe('loadIntoDuckDb rules', () => {
     expect(await rawCount(full)).toEqual({ a: 11, s: 7 });
   });
 
+  it.each<Format>(['csv', 'parquet'])(
+    'gives the same tables whether files and schools are listed at once or table by table, in batches of one school (%s)',
+    async (format) => {
+      const sink = dirSource(dest, { local: true });
+      const apart = join(dir, 'apart.duckdb');
+      const all = async (path: string) => ({
+        ach: await dump(path, ACH_SQL),
+        stu: await dump(path, STU_SQL),
+        perms: await dump(path, 'SELECT _school_id, identity, _run_id FROM school_permissions ORDER BY ALL'),
+        dels: await dump(path, 'SELECT _school_id, type, id, restored_at::VARCHAR AS r FROM deletions ORDER BY ALL'),
+        raw: await dump(
+          path,
+          'SELECT (SELECT count(*) FROM _raw_achievements)::INT AS a, (SELECT count(*) FROM _raw_achievement_students)::INT AS s',
+        ),
+      });
+      // listAtOnce 0: every batch lists its files, and the merge counts its schools, table by table
+      const oneByOne = { listAtOnce: 0, batchRows: 1, mergeRows: 1 };
+      await writeFirstTwoRuns(dest, format);
+      await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+      await loadIntoDuckDb({ sink, dbPath: apart, tables: SCHEMAS, ...oneByOne });
+      expect(await all(apart)).toEqual(await all(db));
+      await writeLaterRuns(dest, format);
+      await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
+      await loadIntoDuckDb({ sink, dbPath: apart, tables: SCHEMAS, ...oneByOne });
+      const later = await all(db);
+      expect(await all(apart)).toEqual(later);
+      expect(ids(later.ach).length).toBeGreaterThan(0);
+    },
+  );
+
   it('keeps the rows scope-masked columns are filled from when compacting, nightly reads with a lesser token included', async () => {
     const sink = dirSource(dest, { local: true });
     const full = join(dir, 'full.duckdb');
