@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 /**
  * The folders of src/ import each other only along the graph the README's Development section
  * draws: a new arrow (an import running back up the data flow) fails here until the README and
- * this list say why. errors.ts, ids.ts, table.ts, urls.ts and edit-distance.ts are shared by everyone.
+ * this list say why. errors.ts, ids.ts, table.ts, urls.ts, edit-distance.ts and group-by.ts are shared by everyone.
  */
-const SHARED = new Set(['errors', 'ids', 'table', 'urls', 'edit-distance']);
+const SHARED = new Set(['errors', 'ids', 'table', 'urls', 'edit-distance', 'group-by']);
 const ALLOWED: Record<string, string[]> = {
   cli: [
     'config',
