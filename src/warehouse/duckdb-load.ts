@@ -31,6 +31,7 @@ import {
   setupStatements,
   stageName,
   stagedCountCheckedAtOnce,
+  stagedCountStatements,
   type Absent,
   type NightlyParts,
 } from './nightly.ts';
@@ -601,7 +602,7 @@ class Load {
     // memory limit; rows inserted inside a transaction stay in memory until it commits); then the
     // run's rows and records go in at once. Tables without files in this run stage nothing (the
     // deletions stage is read by the record, empty or not).
-    const withFiles = await this.pendingFilesByTable();
+    const { byTable: withFiles, atOnce } = await this.pendingFilesByTable();
     const stagedTables = this.plan.tables.filter((t) => withFiles.has(t.name) || t === this.plan.deletions);
     // Statements that would change nothing are not sent (about 50 a batch): the first load's
     // rebuild once tasks are recorded, purges and the dropping of other tasks' rows when there are none.
@@ -624,9 +625,13 @@ class Load {
             throw await this.stuck(e.message.replace(/^[^ ]+ /, ''), e.message.split(' ')[0]!, t, e);
           throw e;
         }
+        // a big batch checks each table as it is staged (one statement over every table was 5-10% slower at 2,000 schools)
+        if (!atOnce) await this.checked(() => this.exec(stagedCountStatements(one(t), staged, absent)));
       }
-      const withRows = { ...this.parts, plan: { ...this.plan, tables: stagedTables.filter((t) => withFiles.has(t.name)) } };
-      await this.checked(() => this.exec(stagedCountCheckedAtOnce(withRows, staged, absent)));
+      if (atOnce) {
+        const withRows = { ...this.parts, plan: { ...this.plan, tables: stagedTables.filter((t) => withFiles.has(t.name)) } };
+        await this.checked(() => this.exec(stagedCountCheckedAtOnce(withRows, staged, absent)));
+      }
       await this.transaction(async () => {
         if (found?.applied !== true) await this.exec(rebuildStatements(this.parts));
         for (const t of stagedTables) await this.exec(appendStatements(one(t), staged));
@@ -641,22 +646,24 @@ class Load {
 
   /**
    * The batch's pending files by table, with the sizes the manifests record (the longest line
-   * sizes the readers' limits). A batch of few files is listed by one query; a big one (a full
-   * night of thousands of schools) table by table, when staged, so that only one table's list is
-   * held at a time.
+   * sizes the readers' limits). A batch of few files is listed by one query (and its staged rows
+   * checked by one statement: atOnce); a big one (a full night of thousands of schools) table by
+   * table, when staged, so that only one table's list is held at a time.
    */
-  private async pendingFilesByTable(): Promise<Map<string, () => Promise<PendingFile[]>>> {
+  private async pendingFilesByTable(): Promise<{ byTable: Map<string, () => Promise<PendingFile[]>>; atOnce: boolean }> {
     const counts = await this.rows(
       `SELECT table_name, count(DISTINCT path)::BIGINT AS n FROM ${d.temp(T.pendingFiles)} GROUP BY table_name`,
     );
     const total = counts.reduce((sum, r) => sum + Number(r.n), 0);
-    const all = total <= (this.opts.listAtOnce ?? LIST_AT_ONCE) ? groupBy(await this.listPendingFiles(), (f) => f.table) : undefined;
-    return new Map(
+    const atOnce = total <= (this.opts.listAtOnce ?? LIST_AT_ONCE);
+    const all = atOnce ? groupBy(await this.listPendingFiles(), (f) => f.table) : undefined;
+    const byTable = new Map(
       counts.map((r) => {
         const table = String(r.table_name);
         return [table, async () => all?.get(table) ?? (await this.listPendingFiles(table))];
       }),
     );
+    return { byTable, atOnce };
   }
 
   /** Pending files of the batch (of one table), with their sizes from the manifests. */
