@@ -20,6 +20,19 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** Rows of the staged history (_raw_ tables) of achievements and their students. */
+const RAW_COUNTS = 'SELECT (SELECT count(*) FROM _raw_achievements)::INT AS a, (SELECT count(*) FROM _raw_achievement_students)::INT AS s';
+
+/** The current-state tables the scenarios check, as sorted rows. */
+async function currentTablesOf(path: string) {
+  return {
+    ach: await dump(path, ACH_SQL),
+    stu: await dump(path, STU_SQL),
+    perms: await dump(path, 'SELECT _school_id, identity, _run_id FROM school_permissions ORDER BY ALL'),
+    dels: await dump(path, 'SELECT _school_id, type, id, restored_at::VARCHAR AS r FROM deletions ORDER BY ALL'),
+  };
+}
+
 describe.each<Format>(['ndjson', 'ndjson.gz', 'csv', 'parquet'])('loadIntoDuckDb from %s files', (format) => {
   it('builds current state across runs, applies only new runs, and is idempotent', async () => {
     await writeFirstTwoRuns(dest, format);
@@ -175,12 +188,7 @@ describe('loadIntoDuckDb rules', () => {
   it('gives the same tables with compacted and with full staged history', async () => {
     const sink = dirSource(dest, { local: true });
     const full = join(dir, 'full.duckdb');
-    const all = async (path: string) => ({
-      ach: await dump(path, ACH_SQL),
-      stu: await dump(path, STU_SQL),
-      perms: await dump(path, 'SELECT _school_id, identity, _run_id FROM school_permissions ORDER BY ALL'),
-      dels: await dump(path, 'SELECT _school_id, type, id, restored_at::VARCHAR AS r FROM deletions ORDER BY ALL'),
-    });
+    const all = currentTablesOf;
     await writeFirstTwoRuns(dest, 'ndjson');
     await loadIntoDuckDb({ sink, dbPath: db, tables: SCHEMAS });
     await loadIntoDuckDb({ sink, dbPath: full, tables: SCHEMAS, keepHistory: true });
@@ -200,13 +208,7 @@ describe('loadIntoDuckDb rules', () => {
     const compacted = await all(db);
     expect(compacted).toEqual(await all(full));
     expect(ids(compacted.ach)).toEqual(['A1/A10', 'A1/A12', 'A1/A14', 'A2/A10']);
-    const rawCount = async (path: string) =>
-      (
-        await dump(
-          path,
-          'SELECT (SELECT count(*) FROM _raw_achievements)::INT AS a, (SELECT count(*) FROM _raw_achievement_students)::INT AS s',
-        )
-      )[0];
+    const rawCount = async (path: string) => (await dump(path, RAW_COUNTS))[0];
     // Per key: the latest version and the last run's row; children of kept parent rows only.
     expect(await rawCount(db)).toEqual({ a: 6, s: 3 });
     expect(await rawCount(full)).toEqual({ a: 11, s: 7 });
@@ -217,16 +219,7 @@ describe('loadIntoDuckDb rules', () => {
     async (format) => {
       const sink = dirSource(dest, { local: true });
       const apart = join(dir, 'apart.duckdb');
-      const all = async (path: string) => ({
-        ach: await dump(path, ACH_SQL),
-        stu: await dump(path, STU_SQL),
-        perms: await dump(path, 'SELECT _school_id, identity, _run_id FROM school_permissions ORDER BY ALL'),
-        dels: await dump(path, 'SELECT _school_id, type, id, restored_at::VARCHAR AS r FROM deletions ORDER BY ALL'),
-        raw: await dump(
-          path,
-          'SELECT (SELECT count(*) FROM _raw_achievements)::INT AS a, (SELECT count(*) FROM _raw_achievement_students)::INT AS s',
-        ),
-      });
+      const all = async (path: string) => ({ ...(await currentTablesOf(path)), raw: await dump(path, RAW_COUNTS) });
       // listAtOnce 0: every batch lists its files, and the merge counts its schools, table by table
       const oneByOne = { listAtOnce: 0, batchRows: 1, mergeRows: 1 };
       await writeFirstTwoRuns(dest, format);
