@@ -235,6 +235,26 @@ describe('loadIntoDuckDb rules', () => {
     },
   );
 
+  it.each([
+    ['at once', {}],
+    ['table by table', { listAtOnce: 0 }],
+  ])('checks staged row counts against the manifests %s (checksums not verified), applying nothing of the run', async (_how, opts) => {
+    await writeFirstTwoRuns(dest, 'parquet');
+    await loadIntoDuckDb({ sink: dirSource(dest, { local: true }), dbPath: db, tables: SCHEMAS });
+    await writeLaterRuns(dest, 'parquet');
+    // R4's achievements file of A1 rewritten with one row where its manifest lists three
+    await writeTableFile(
+      join(dest, `achievements/region=uk/school_id=A1/${R4}-0001.parquet`),
+      SCHEMAS[0]!,
+      meta([ach('A66', 6, '2024-04-01')], 'A1', R4, '2024-04-01T00:00:00.000000Z'),
+      'parquet',
+    );
+    const load = loadIntoDuckDb({ sink: dirSource(dest, { local: true }), dbPath: db, tables: SCHEMAS, verifyChecksums: false, ...opts });
+    await expect(load).rejects.toThrow(`achievements files of run ${R4}, school A1 hold 1 rows, the manifests list 3`);
+    expect(ids(await dump(db, ACH_SQL))).not.toContain('A1/A66');
+    expect(await dump(db, `SELECT count(*)::INT AS n FROM _school_export_tasks WHERE run_id = '${R4}'`)).toEqual([{ n: 0 }]);
+  });
+
   it('keeps the rows scope-masked columns are filled from when compacting, nightly reads with a lesser token included', async () => {
     const sink = dirSource(dest, { local: true });
     const full = join(dir, 'full.duckdb');
