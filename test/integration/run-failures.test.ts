@@ -226,7 +226,13 @@ describe('run failures', () => {
         ]).done;
         expect(r.code, r.stderr).toBe(1);
         const summary = JSON.parse(r.stdout) as RunSummary;
-        expect(summary.status).toBe('partial');
+        // Whether the run manifest still fits depends on whether the failed task's temp file held
+        // disk blocks its removal gives back (a small file's bytes are held until it is flushed,
+        // and page 3 may be asked for before pages 1-2 reach the disk): either way the summary
+        // says so (seen once in about 25 CI runs: 'failed', on a busy machine).
+        if (summary.status === 'failed')
+          expect(summary.notes.join('\n')).toMatch(/the run manifest could not be written \(.*(ENOSPC|no space left)/);
+        else expect(summary.status).toBe('partial');
         expect(summary.failures).toEqual([expect.objectContaining({ school_id: 'A1001', resource: 'achievements', status: 'failed' })]);
         expect(summary.failures[0]!.message).toMatch(/ENOSPC|no space left/);
         expect(r.stderr).not.toMatch(/Closing file descriptor|on garbage collection/);
