@@ -112,6 +112,7 @@ async function entriesOf(sink: Sink, run: RunDocs, problems: string[]): Promise<
 
 function runStatus(id: string, m: DocHeader | RunManifest | undefined, partTasks: ManifestTask[], running: boolean, now: Date): RunStatus {
   const totals = m && 'summary' in m ? m.summary : undefined;
+  const size = totals ? runTotalsSize(totals) : undefined;
   const tasks = partTasks;
   const status = m?.status && m.status !== 'running' ? m.status : running ? 'running' : 'incomplete';
   const finished = m?.finished_at ?? null;
@@ -124,9 +125,9 @@ function runStatus(id: string, m: DocHeader | RunManifest | undefined, partTasks
     finished_at: finished,
     duration_seconds: started ? secondsBetween(finished ? new Date(finished) : now, started) : null,
     shard: m?.shard ? `${m.shard.index}/${m.shard.count}` : (/-s(\d+)of(\d+)$/.exec(id)?.slice(1).join('/') ?? null),
-    tasks: totals ? runTotalsSize(totals).tasks : tasks.length,
+    tasks: size ? size.tasks : tasks.length,
     unchanged: totals ? (totals.tasks.unchanged ?? 0) : tasks.filter((t) => t.status === 'unchanged').length,
-    rows: totals ? runTotalsSize(totals).rows : tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
+    rows: size ? size.rows : tasks.reduce((n, t) => n + Object.values(t.rows ?? {}).reduce((a, b) => a + b, 0), 0),
     failures: totals
       ? (totals.tasks.failed ?? 0) + (totals.tasks.interrupted ?? 0)
       : tasks.filter((t) => t.status === 'failed' || t.status === 'interrupted').length,

@@ -44,7 +44,7 @@ export interface RunSize {
 
 /** The allocator setting for a load whose newest export run has this size (undefined: unknown). */
 export function allocatorConfFor(size: RunSize | undefined): string {
-  return size && size.tasks <= SMALL_RUN.tasks && size.rows <= SMALL_RUN.rows ? KEEP_BRIEFLY : RETURN_AT_ONCE;
+  return within(size, SMALL_RUN) ? KEEP_BRIEFLY : RETURN_AT_ONCE;
 }
 
 /**
@@ -60,7 +60,12 @@ export const FEW_CHANGES = { tasks: 200, rows: 20_000 };
 /** DuckDB's threads for a load of this size: one for a few schools' changes, else as the caller says (default: one per core). */
 export function threadsFor(size: RunSize | undefined, asked: number | undefined): number | undefined {
   if (asked !== undefined) return asked;
-  return size && size.tasks <= FEW_CHANGES.tasks && size.rows <= FEW_CHANGES.rows ? 1 : undefined;
+  return within(size, FEW_CHANGES) ? 1 : undefined;
+}
+
+/** Whether a known size is at most the bound in tasks and in rows. */
+function within(size: RunSize | undefined, bound: RunSize): boolean {
+  return size !== undefined && size.tasks <= bound.tasks && size.rows <= bound.rows;
 }
 
 /** Sets the allocator for this process's DuckDB, unless the environment already sets it. */

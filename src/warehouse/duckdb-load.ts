@@ -197,6 +197,20 @@ export async function loadIntoDuckDb(opts: LoadOptions): Promise<LoadResult> {
   }
 }
 
+/**
+ * Each key's rows, when asked for: all of them listed by one query (`all`) when `atOnce`, else
+ * each key's by a query of its own (`one`), so that memory holds one key's rows at a time.
+ */
+async function listedAtOnceOrEach<R>(
+  keys: string[],
+  atOnce: boolean,
+  all: () => Promise<Map<string, R[]>>,
+  one: (key: string) => Promise<R[]>,
+): Promise<Map<string, () => Promise<R[]>>> {
+  const listed = atOnce && keys.length > 0 ? await all() : undefined;
+  return new Map(keys.map((k) => [k, async () => (listed ? (listed.get(k) ?? []) : one(k))]));
+}
+
 class Load {
   private readonly parts: NightlyParts;
   /** Documents read by this load (a refresh reads only what appeared since). */
@@ -223,6 +237,11 @@ class Load {
 
   private rows = async (sql: string): Promise<Record<string, unknown>[]> =>
     (await this.conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+
+  /** Pending files, or touched pairs, up to which a batch or a merge lists them with one query. */
+  private get listAtOnce(): number {
+    return this.opts.listAtOnce ?? LIST_AT_ONCE;
+  }
 
   private get memoryMiB(): number {
     return this.opts.memoryMiB ?? MEMORY_MIB;
@@ -383,14 +402,16 @@ class Load {
     const namesOf = (t: TablePlan): string[] => [t.name, ...(t.parent ? [t.parent.table] : [])];
     const tables = this.plan.tables.filter((t) => namesOf(t).some((n) => touched.has(n)));
     const pairs = tables.reduce((sum, t) => sum + namesOf(t).reduce((n, name) => n + (touched.get(name) ?? 0), 0), 0);
-    const count = (t: TablePlan, i: number): string =>
-      `SELECT ${i} AS k, ts.school_id, count(r._school_id)::BIGINT AS n FROM (SELECT DISTINCT school_id FROM ${d.table(TOUCHED_TABLE)} ` +
+    const count = (t: TablePlan): string =>
+      `SELECT ${q(t.name)} AS k, ts.school_id, count(r._school_id)::BIGINT AS n FROM (SELECT DISTINCT school_id FROM ${d.table(TOUCHED_TABLE)} ` +
       `WHERE table_name IN (${namesOf(t).map(q).join(', ')})) AS ts LEFT JOIN ${d.table(rawName(t.name))} AS r ON r._school_id = ts.school_id GROUP BY ts.school_id`;
-    const all =
-      pairs <= (this.opts.listAtOnce ?? LIST_AT_ONCE) && tables.length > 0
-        ? groupBy(await this.rows(`${tables.map(count).join(' UNION ALL ')} ORDER BY k, school_id`), (r) => String(r.k))
-        : undefined;
-    return tables.map((t, i) => [t, async () => all?.get(String(i)) ?? (all ? [] : await this.rows(`${count(t, i)} ORDER BY school_id`))]);
+    const schools = await listedAtOnceOrEach(
+      tables.map((t) => t.name),
+      pairs <= this.listAtOnce,
+      async () => groupBy(await this.rows(`${tables.map(count).join(' UNION ALL ')} ORDER BY k, school_id`), (r) => String(r.k)),
+      (name) => this.rows(`${count(tables.find((t) => t.name === name)!)} ORDER BY school_id`),
+    );
+    return tables.map((t) => [t, schools.get(t.name)!]);
   }
 
   private async exists(table: string): Promise<boolean> {
@@ -654,14 +675,12 @@ class Load {
     const counts = await this.rows(
       `SELECT table_name, count(DISTINCT path)::BIGINT AS n FROM ${d.temp(T.pendingFiles)} GROUP BY table_name`,
     );
-    const total = counts.reduce((sum, r) => sum + Number(r.n), 0);
-    const atOnce = total <= (this.opts.listAtOnce ?? LIST_AT_ONCE);
-    const all = atOnce ? groupBy(await this.listPendingFiles(), (f) => f.table) : undefined;
-    const byTable = new Map(
-      counts.map((r) => {
-        const table = String(r.table_name);
-        return [table, async () => all?.get(table) ?? (await this.listPendingFiles(table))];
-      }),
+    const atOnce = counts.reduce((sum, r) => sum + Number(r.n), 0) <= this.listAtOnce;
+    const byTable = await listedAtOnceOrEach(
+      counts.map((r) => String(r.table_name)),
+      atOnce,
+      async () => groupBy(await this.listPendingFiles(), (f) => f.table),
+      (table) => this.listPendingFiles(table),
     );
     return { byTable, atOnce };
   }
