@@ -112,7 +112,8 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
 const START = '<!-- bench:results:start -->';
 const END = '<!-- bench:results:end -->';
 
-async function updateReadme(path: string, r: Results, text: string): Promise<void> {
+/** Replaces the table block of a README (between the bench:results markers) with `text`, measured by `r`. */
+export async function updateReadme(path: string, r: Results, text: string): Promise<void> {
   const readme = await readFile(path, 'utf8');
   const a = readme.indexOf(START);
   const b = readme.indexOf(END);

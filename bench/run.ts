@@ -4,10 +4,13 @@
  * --profile writes a V8 CPU profile of every measured export child to bench/profiles/.
  * --only=throughput,memory,latency,big-school,incremental,live,startup,scale,properties runs just those sections, --shape=standard|wide
  * just that data shape (the record is not updated then).
+ * --render measures nothing: it renders bench/results.json (the last complete run) into the READMEs'
+ * tables again, for when only the report's wording or verdicts changed (bench/report.ts).
  */
 import { resolve } from 'node:path';
-import { mkdirSync } from 'node:fs';
-import { runBench, type Mode } from './bench.ts';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { runBench, updateReadme, type Mode } from './bench.ts';
+import { lines, table as tableOf, type Results } from './report.ts';
 import type { Shape } from './sections.ts';
 import { spawnSync } from 'node:child_process';
 import { distIsFresh, ROOT } from './procs.ts';
@@ -16,6 +19,14 @@ import { distIsFresh, ROOT } from './procs.ts';
 // (docs/operations.md) would land in the middle of the progress lines, as it does for the children.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const argv = process.argv.slice(2);
+const READMES = [resolve(ROOT, 'bench/README.md'), resolve(ROOT, 'README.md')];
+if (argv.includes('--render')) {
+  const recorded = JSON.parse(readFileSync(resolve(ROOT, 'bench/results.json'), 'utf8')) as Results;
+  const text = tableOf(lines(recorded));
+  for (const readme of READMES) await updateReadme(readme, recorded, text);
+  process.stdout.write(text + '\n');
+  process.exit(0);
+}
 const mode: Mode = argv.includes('--tiny') ? 'tiny' : argv.includes('--quick') ? 'quick' : 'full';
 const nodeArgs: string[] = [];
 if (argv.includes('--profile')) {
@@ -41,8 +52,7 @@ const { table } = await runBench({
   shapes,
   // Only a complete, full-scale, unprofiled run updates the committed record.
   out: mode === 'tiny' || nodeArgs.length || only || shapes ? undefined : resolve(ROOT, 'bench/results.json'),
-  readmes:
-    mode === 'tiny' || nodeArgs.length || only || shapes ? undefined : [resolve(ROOT, 'bench/README.md'), resolve(ROOT, 'README.md')],
+  readmes: mode === 'tiny' || nodeArgs.length || only || shapes ? undefined : READMES,
   log: (s) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s] ${s}\n`),
 });
 process.stdout.write(table + '\n');
