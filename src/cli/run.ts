@@ -158,7 +158,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .option('resources', { type: 'string', requiresArg: true, describe: h('resources', 'comma-separated tables to export', 'all') })
       .option('schools', { type: 'string', requiresArg: true, describe: h('schools', 'comma-separated school ids', 'all approved') })
       .option('full-refresh', { type: 'boolean', describe: h('full_refresh', 'ignore watermarks and export everything', 'off') })
-      .option('concurrency', integerOption(h('concurrency', 'tasks (school × resource) in flight', DEFAULTS.concurrency)))
+      .option('concurrency', integerOption(h('concurrency', 'tasks (school × resource) reading at once', DEFAULTS.concurrency)))
       .option(
         'connections-per-domain',
         integerOption(h('connections_per_domain', 'HTTP connections per API domain', '2 × concurrency, at least 8')),

@@ -31,7 +31,7 @@ sandbox:
 dest: ./exports
 # s3_sse: AES256
 format: parquet                     # ndjson | csv | parquet
-concurrency: 4                      # tasks (school x table) in flight
+concurrency: 4                      # tasks (school x table) reading at once
 # resources: [schools, achievements] # default: every table
 # schools: [A1001]                  # default: every approved school
 # shard: 0/4                        # one of N machines (stable hash of the school id)
