@@ -112,15 +112,20 @@ export async function runBench(o: BenchOptions): Promise<{ results: Results; tab
 const START = '<!-- bench:results:start -->';
 const END = '<!-- bench:results:end -->';
 
-/** Replaces the table block of a README (between the bench:results markers) with `text`, measured by `r`. */
-export async function updateReadme(path: string, r: Results, text: string): Promise<void> {
+/**
+ * Replaces the table block of a README (between the bench:results markers) with `text`, measured by
+ * `r`. `rendered`: `r` is an earlier run's record, so the block keeps the memory it showed then
+ * rather than this machine's `free -g` now.
+ */
+export async function updateReadme(path: string, r: Results, text: string, o: { rendered?: boolean } = {}): Promise<void> {
   const readme = await readFile(path, 'utf8');
   const a = readme.indexOf(START);
   const b = readme.indexOf(END);
   if (a < 0 || b < a) throw new Error(`${path}: no ${START} ... ${END} block to replace`);
+  const shown = o.rendered ? /\$ free -g\n([\s\S]*?)\n\$ node --version/.exec(readme.slice(a, b))?.[1] : undefined;
   let free: string;
   try {
-    free = execSync('free -g').toString().trim();
+    free = shown ?? execSync('free -g').toString().trim();
   } catch {
     free = '(free not available)';
   }

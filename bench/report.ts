@@ -1,6 +1,7 @@
 /** Turns the measurements into the one table (with targets), the JSON record and the README. */
 import { execSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
+import { SIDE_BY_SIDE_FORMAT } from './sections.ts';
 import type {
   BigSchoolResult,
   BigSchoolRun,
@@ -324,7 +325,7 @@ function latencyLines(ls: LatencyRun[], scale: Scale, nproc: number): Line[] {
       out.push({
         section: '5 latency-bound',
         measure: `wall, concurrency ${l.concurrency}, default / --workers 0, side by side`,
-        ...(d ? defaultAgainstW0('ndjson', nproc, d.ms, l.ms) : { value: `${int(l.ms)} ms`, target: '<= 1.0', verdict: '' }),
+        ...(d ? defaultAgainstW0(SIDE_BY_SIDE_FORMAT, nproc, d.ms, l.ms) : { value: `${int(l.ms)} ms`, target: '<= 1.0', verdict: '' }),
       });
       continue;
     }
@@ -378,12 +379,12 @@ function incrementalLines(inc: IncrementalResult, nproc: number): Line[] {
     {
       section: '6 incremental',
       measure: 'full run, default / --workers 0, side by side',
-      ...defaultAgainstW0('ndjson', nproc, inc.full.ms, w0.full.ms),
+      ...defaultAgainstW0(SIDE_BY_SIDE_FORMAT, nproc, inc.full.ms, w0.full.ms),
     },
     {
       section: '6 incremental',
       measure: 'incremental run, default / --workers 0, side by side',
-      ...defaultAgainstW0('ndjson', nproc, inc.incremental.ms, w0.incremental.ms),
+      ...defaultAgainstW0(SIDE_BY_SIDE_FORMAT, nproc, inc.incremental.ms, w0.incremental.ms),
     },
   ];
 }
@@ -493,7 +494,7 @@ function bigSchoolLines(b: BigSchoolResult, nproc: number): Line[] {
     out.push({
       section,
       measure: `wall, ${label(w)}, default / --workers 0, side by side (rounds interleaved)`,
-      ...defaultAgainstW0('ndjson', nproc, w.ms, z.ms, `; CPU ${secs([w.cpuMs])} / ${secs([z.cpuMs])} s`),
+      ...defaultAgainstW0(SIDE_BY_SIDE_FORMAT, nproc, w.ms, z.ms, `; CPU ${secs([w.cpuMs])} / ${secs([z.cpuMs])} s`),
     });
   }
   for (const r of [p, w]) {

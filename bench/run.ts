@@ -23,7 +23,7 @@ const READMES = [resolve(ROOT, 'bench/README.md'), resolve(ROOT, 'README.md')];
 if (argv.includes('--render')) {
   const recorded = JSON.parse(readFileSync(resolve(ROOT, 'bench/results.json'), 'utf8')) as Results;
   const text = tableOf(lines(recorded));
-  for (const readme of READMES) await updateReadme(readme, recorded, text);
+  for (const readme of READMES) await updateReadme(readme, recorded, text, { rendered: true });
   process.stdout.write(text + '\n');
   process.exit(0);
 }

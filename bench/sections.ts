@@ -37,6 +37,8 @@ export const PER_PAGE = 1000; // the exporter's default per_page, and the sandbo
 const FORMATS = ['ndjson', 'csv', 'parquet'] as const;
 
 export type Format = (typeof FORMATS)[number];
+/** What sections 5 (latency-bound), 5b (big school) and 6 (incremental) export: the report judges their default against --workers 0 for it. */
+export const SIDE_BY_SIDE_FORMAT: Format = 'ndjson';
 export type Shape = 'standard' | 'wide';
 
 export interface Opts {
@@ -289,7 +291,7 @@ export async function latency(o: Opts): Promise<LatencyRun[]> {
       );
       await sb.command({ cmd: 'reset' });
       const extra = { concurrency: c, connectionsPerDomain: connections, ...(workers0 ? { config: { workers: 0 } } : {}) };
-      const r = await bestExport(o, exportArgs(sb, '', 'ndjson', extra), 1, `lat-${c}`);
+      const r = await bestExport(o, exportArgs(sb, '', SIDE_BY_SIDE_FORMAT, extra), 1, `lat-${c}`);
       const chainMs = (fixed + Math.ceil(schools / c) * perSchool) * ms;
       out.push({
         concurrency: c,
@@ -330,7 +332,7 @@ export async function incremental(o: Opts): Promise<IncrementalResult> {
   const dest = await freshDir(o.work, 'incremental');
   const dest0 = await freshDir(o.work, 'incremental-w0');
   const destWarm = await freshDir(o.work, 'incremental-warm');
-  const args = exportArgs(sb, dest, 'ndjson', { resources: ['achievements', 'deletions'] });
+  const args = exportArgs(sb, dest, SIDE_BY_SIDE_FORMAT, { resources: ['achievements', 'deletions'] });
   const args0 = { ...args, dest: dest0, config: { workers: 0 } };
   const run = async (a: ChildArgs) => {
     await sb.command({ cmd: 'reset' });
@@ -439,7 +441,9 @@ export async function bigSchool(o: Opts): Promise<BigSchoolResult> {
     ...(w > 1 || w0 ? { config: { ...(w > 1 ? { windows: w } : {}), ...(w0 ? { workers: 0 } : {}) } } : {}),
   });
   const exportTo = async (dest: string, w: number, w0 = false): Promise<ChildResult> => {
-    const r = await runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, 'ndjson', extra(w, w0)), { nodeArgs: o.nodeArgs });
+    const r = await runChild<ChildResult>('export-child.mjs', exportArgs(sb, dest, SIDE_BY_SIDE_FORMAT, extra(w, w0)), {
+      nodeArgs: o.nodeArgs,
+    });
     if (r.status !== 'ok') throw new Error(`big school: export failed: ${JSON.stringify(r.failures)}`);
     return r;
   };

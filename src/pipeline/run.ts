@@ -215,8 +215,8 @@ async function executeRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests
  * Tasks that have handed their last piece to the committer give their slot to the next task
  * (runEach). Tasks begun and not ended, reading or waiting for their commit: at most this many a
  * slot (so at most 3 a slot wait while every slot reads). Measured on the
- * 2,000-school incremental night (--concurrency 16): manifest parts 1.27 -> 0.32 a school, state
- * writes 3.4 -> 2.7, fsyncs 11.7 -> 9.1 (docs/performance-log.md).
+ * 2,000-school incremental night (--concurrency 16): manifest parts 1.27 -> 0.34 a school, state
+ * writes 3.5 -> 2.7, fsyncs 11.8 -> 9.2 (docs/performance-log.md).
  */
 const TASKS_BEGUN_PER_SLOT = 4;
 
