@@ -1,6 +1,6 @@
 import type { Sink } from '../sink/types.ts';
 import { ExportError, oneLine } from '../errors.ts';
-import { packParts, PART_LIMIT, partPath, runManifestPath, runManifestText, runTotals, type PackItem } from './layout.ts';
+import { packParts, PART_LIMIT, partPath, runManifestPath, runManifestText, runTotals, taskEntry, type PackItem } from './layout.ts';
 import type { Manifest, ManifestTask, RunManifest } from './types.ts';
 
 /**
@@ -62,7 +62,7 @@ export class Committer {
   /** A committed task whose files were removed again (its school was purged meanwhile). */
   retract(task: ManifestTask, err: { code: string; message: string }): void {
     const i = this.tasks.indexOf(task);
-    const retracted: ManifestTask = { ...task, status: 'skipped', files: [], rows: {}, error: { code: err.code, message: err.message } };
+    const retracted = taskEntry({ ...task, status: 'skipped', files: [], rows: {}, error: { code: err.code, message: err.message } });
     if (i >= 0) this.tasks[i] = retracted;
     else this.tasks.push(retracted);
     this.deletions = this.deletions.filter((d) => d.school_id !== task.school_id);
@@ -117,7 +117,7 @@ export class Committer {
     for (const [b, e] of failed) {
       if (!entryListed.has(b)) continue;
       const err = new ExportError('E_SINK', `listed, but a manifest part with its deletion records failed: ${oneLine(e)}`, { cause: e });
-      this.tasks.push({ ...b.c.task, error: { code: err.code, message: err.message } });
+      this.tasks.push(taskEntry({ ...b.c.task, error: { code: err.code, message: err.message } }));
       failed.set(b, Object.assign(err, { listed: true }));
     }
     return failed;
@@ -134,7 +134,7 @@ export class Committer {
       // next run reads the same rows again, and loaders resolve the duplicates by
       // (school, id, updated_at).
       const err = new ExportError('E_STATE', `state not advanced: ${oneLine(e)}`, { cause: e });
-      this.tasks.push({ ...b.c.task, error: { code: err.code, message: err.message } });
+      this.tasks.push(taskEntry({ ...b.c.task, error: { code: err.code, message: err.message } }));
       b.reject(Object.assign(err, { listed: true }));
     }
   }

@@ -325,6 +325,36 @@ export async function listedFiles(src: ManifestSource, parts: string[]): Promise
 // ---------------------------------------------------------------------------------------------
 // Writing
 
+/**
+ * A task's manifest entry, its fields always in this order (absent ones undefined, which JSON
+ * leaves out): a run keeps every entry until its final parts are written, and entries spread from
+ * optional parts took a hidden class of their own each (about 250 bytes an entry in a heap snapshot
+ * of a 2,000-school night).
+ */
+export function taskEntry(t: ManifestTask): ManifestTask {
+  return {
+    school_id: t.school_id,
+    region: t.region,
+    resource: t.resource,
+    status: t.status,
+    mode: t.mode,
+    updated_after: t.updated_after,
+    watermark: t.watermark,
+    files: t.files,
+    rows: t.rows,
+    drift_fields: t.drift_fields,
+    replaced_surrogates: t.replaced_surrogates,
+    checkpoint: t.checkpoint,
+    scope_masked: t.scope_masked,
+    scope_guarded: t.scope_guarded,
+    content_sha256: t.content_sha256,
+    read_at: t.read_at,
+    unchanged_since: t.unchanged_since,
+    compaction: t.compaction,
+    error: t.error,
+  };
+}
+
 /** One entry to pack: a task or a deletion record, with who it belongs to (the packer reports it back). */
 export interface PackItem<O> {
   kind: 'task' | 'deletion';

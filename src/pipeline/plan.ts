@@ -101,24 +101,50 @@ export function planTask(
     school,
     spec,
     knownIdsFile: forced ? undefined : prev?.known_ids_file,
-    ...(o.directive ? { forceFullSeq: o.directive.force_full_seq } : {}),
+    forceFullSeq: o.directive?.force_full_seq,
     scopeMasked: o.scopeMasked,
     previousWatermark: forced || o.settings.fullRefresh ? null : (prev?.watermark ?? null),
     windows: o.settings.windows,
-    ...(prev?.content && !o.settings.fullRefresh ? { lastContent: prev.content } : {}),
+    lastContent: o.settings.fullRefresh ? undefined : prev?.content,
   };
   const resume = prev?.checkpoint;
   if (resume && resumable(resume, o, directed)) {
     const mode = resume.updated_after ? 'incremental' : 'full';
     const reason = `resuming ${mode === 'full' ? 'a full' : 'an incremental'} read committed up to page ${resume.pages}`;
-    const sameRead = { ...common, previousWatermark: forcedBefore(resume, o) ? null : common.previousWatermark };
-    return { ...sameRead, mode, ...(resume.updated_after ? { updatedAfter: resume.updated_after } : {}), resume, reason };
+    const previousWatermark = forcedBefore(resume, o) ? null : common.previousWatermark;
+    return taskPlan({ ...common, previousWatermark, mode, updatedAfter: resume.updated_after, resume, reason });
   }
-  const abandoned = resume?.ids_files?.length ? { abandonedIds: resume.ids_files } : {};
+  const abandonedIds = resume?.ids_files?.length ? resume.ids_files : undefined;
   const reason = fullReason(spec, prev, forced, o, repolicy);
-  if (reason || !prev?.watermark) return { ...common, ...abandoned, mode: 'full', reason: reason ?? 'first run' };
+  if (reason || !prev?.watermark) return taskPlan({ ...common, abandonedIds, mode: 'full', reason: reason ?? 'first run' });
   const updatedAfter = updatedAfterParam(prev.watermark, o.settings.lookbackSeconds);
-  return { ...common, ...abandoned, mode: 'incremental', updatedAfter, reason: `changes since the watermark ${prev.watermark}` };
+  return taskPlan({ ...common, abandonedIds, mode: 'incremental', updatedAfter, reason: `changes since the watermark ${prev.watermark}` });
+}
+
+/**
+ * Every plan with the same fields in the same order, absent ones undefined: a run holds a plan for
+ * every task of every school until the task starts, and plans spread from optional parts took a
+ * hidden class of their own each (330 of a plan's 674 bytes in a heap snapshot of a 2,000-school
+ * night), as did the fields added once the school was probed.
+ */
+function taskPlan(p: TaskPlan): TaskPlan {
+  return {
+    school: p.school,
+    spec: p.spec,
+    mode: p.mode,
+    updatedAfter: p.updatedAfter,
+    knownIdsFile: p.knownIdsFile,
+    resume: p.resume,
+    forceFullSeq: p.forceFullSeq,
+    scopeMasked: p.scopeMasked,
+    scopeGuarded: p.scopeGuarded,
+    previousWatermark: p.previousWatermark,
+    reason: p.reason,
+    abandonedIds: p.abandonedIds,
+    windows: p.windows,
+    prefetched: p.prefetched,
+    lastContent: p.lastContent,
+  };
 }
 
 type Checkpoint = NonNullable<ResourceState['checkpoint']>;

@@ -10,6 +10,7 @@ import { listStates } from '../manifest/state-store.ts';
 import { acquireLease, type Lease } from '../manifest/lease.ts';
 import { newRunId } from '../manifest/run-id.ts';
 import type { Manifest, ManifestTask } from '../manifest/types.ts';
+import { taskEntry } from '../manifest/layout.ts';
 import { openSink } from '../sink/index.ts';
 import { Housekeeping } from '../sink/housekeeping.ts';
 import type { Sink } from '../sink/types.ts';
@@ -427,7 +428,7 @@ function classifyTaskError(e: unknown, signal: AbortSignal | undefined, ctx: { s
 }
 
 function endedTask(plan: TaskPlan, status: ManifestTask['status'], err: ExportError): ManifestTask {
-  return {
+  return taskEntry({
     school_id: plan.school.id,
     region: plan.school.region,
     resource: plan.spec.name,
@@ -436,7 +437,7 @@ function endedTask(plan: TaskPlan, status: ManifestTask['status'], err: ExportEr
     files: [],
     rows: {},
     error: { code: err.code, message: err.message },
-  };
+  });
 }
 
 async function finishRun(io: RunIo, run: RunContext, plan: RunPlan): Promise<RunSummary> {

@@ -6,6 +6,7 @@ import { encodingDecoder } from '../encode/task-decoder.ts';
 import type { Format, FormatOptions } from '../format/types.ts';
 import { checkpointResource, naiveUtc, nextWatermark, promoteResource, updatedAfterParam } from '../manifest/state.ts';
 import type { Manifest, ManifestTask, ResourceState } from '../manifest/types.ts';
+import { taskEntry } from '../manifest/layout.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import { tableSchemas } from '../resources/schema.ts';
 import type { ApiClient } from '../source/client.ts';
@@ -444,21 +445,21 @@ function pieceTask(
   drift: Record<string, string[]>,
 ): ManifestTask {
   const split = progress.seq > 0 || !final;
-  return {
+  return taskEntry({
     school_id: plan.school.id,
     region: plan.school.region,
     resource: plan.spec.name,
     status: 'committed',
     mode: plan.updatedAfter ? 'incremental' : 'full',
-    ...(plan.updatedAfter ? { updated_after: plan.updatedAfter } : {}),
+    updated_after: plan.updatedAfter,
     files: piece.files,
     rows: piece.rows,
-    ...(Object.keys(drift).length ? { drift_fields: drift } : {}),
-    ...(piece.replacedSurrogates ? { replaced_surrogates: piece.replacedSurrogates } : {}),
-    ...(split ? { checkpoint: { snapshot: progress.snapshot, seq: progress.seq + 1, final } } : {}),
-    ...(plan.scopeMasked.length ? { scope_masked: byTable(plan.scopeMasked) } : {}),
-    ...(plan.scopeGuarded?.length ? { scope_guarded: byTable(plan.scopeGuarded) } : {}),
-  };
+    drift_fields: Object.keys(drift).length ? drift : undefined,
+    replaced_surrogates: piece.replacedSurrogates,
+    checkpoint: split ? { snapshot: progress.snapshot, seq: progress.seq + 1, final } : undefined,
+    scope_masked: plan.scopeMasked.length ? byTable(plan.scopeMasked) : undefined,
+    scope_guarded: plan.scopeGuarded?.length ? byTable(plan.scopeGuarded) : undefined,
+  });
 }
 
 async function commitCheckpoint(
@@ -531,7 +532,9 @@ async function commitFinal(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progre
   }
   const piece = await out.commit();
   const watermark = nextWatermark(plan.previousWatermark, progress.startedAt!);
-  const task = { ...pieceTask(plan, piece, progress, true, out.drift()), watermark, ...(sha ? { content_sha256: sha } : {}) };
+  const task = pieceTask(plan, piece, progress, true, out.drift());
+  task.watermark = watermark;
+  task.content_sha256 = sha;
   const read = {
     runId: env.runId,
     mode: task.mode,
@@ -572,7 +575,7 @@ async function commitUnchanged(plan: TaskPlan, env: TaskEnv, out: TaskOutput, pr
   await out.abort();
   const since = plan.lastContent!;
   const watermark = nextWatermark(plan.previousWatermark, progress.startedAt!);
-  const task: ManifestTask = {
+  const task = taskEntry({
     school_id: plan.school.id,
     region: plan.school.region,
     resource: plan.spec.name,
@@ -584,7 +587,7 @@ async function commitUnchanged(plan: TaskPlan, env: TaskEnv, out: TaskOutput, pr
     content_sha256: sha,
     read_at: progress.startedAt!.toISOString(),
     unchanged_since: since.run_id,
-  };
+  });
   const read = {
     runId: env.runId,
     mode: 'full' as const,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { byRun, docOf, listDocs, readDoc, runTasks, type ManifestSource } from '../../src/manifest/layout.ts';
+import { byRun, docOf, listDocs, readDoc, runTasks, taskEntry, type ManifestSource } from '../../src/manifest/layout.ts';
 import type { Manifest, ManifestTask, RunManifest } from '../../src/manifest/types.ts';
 
 /** A destination in memory: what the layout's readers need of a sink. */
@@ -115,5 +115,25 @@ describe('manifest layout', () => {
     await expect(async () => {
       for await (const _ of readDoc(memory({ '_manifests/R1.json': text.slice(0, -100) }), doc!)) void _;
     }).rejects.toThrow(/not valid JSON/);
+  });
+});
+
+describe('taskEntry', () => {
+  const base = { school_id: 'A1', region: 'uk', resource: 'achievements', files: [], rows: {} };
+  const entries: ManifestTask[] = [
+    taskEntry({ ...base, status: 'committed', mode: 'incremental', updated_after: '2026-03-10T06:00:00Z', watermark: 'w' }),
+    taskEntry({ ...base, status: 'unchanged', mode: 'full', content_sha256: 'ab', read_at: 'r', unchanged_since: 's' }),
+    taskEntry({ ...base, status: 'failed', mode: 'full', error: { code: 'E_HTTP', message: 'm' } }),
+  ];
+
+  it('gives every entry the same fields in the same order (a run holds one for every task)', () => {
+    const keys = entries.map((e) => Object.keys(e).join(','));
+    expect(new Set(keys)).toEqual(new Set([keys[0]]));
+  });
+
+  it('writes only the fields that are set, in the declared order', () => {
+    expect(JSON.stringify(entries[1])).toBe(
+      '{"school_id":"A1","region":"uk","resource":"achievements","status":"unchanged","mode":"full","files":[],"rows":{},"content_sha256":"ab","read_at":"r","unchanged_since":"s"}',
+    );
   });
 });
