@@ -28,8 +28,9 @@ const cfg = resolveRunConfig(undefined, {
   ...(a.schools ? { schools: a.schools } : {}),
   ...a.config,
 });
-// and what `school-export run` sets once it knows the format (src/cli/run.ts)
-heap.boundYoungGenerationFor((await import(mod('format/index'))).formatByName(cfg.format));
+// and what `school-export run` sets once a task reads a large page (src/cli/run.ts)
+const format = (await import(mod('format/index'))).formatByName(cfg.format);
+const onLargePage = () => heap.boundYoungGenerationFor(format);
 // Pages and bytes per task, from the progress events (the last event of a task has its totals).
 const perTask = new Map();
 const reporter = {
@@ -46,7 +47,7 @@ const sample = () => {
 const sampler = setInterval(sample, 100);
 const t0 = performance.now();
 const cpu0 = process.cpuUsage();
-const summary = await runExport(cfg, { token: a.token, reporter });
+const summary = await runExport(cfg, { token: a.token, reporter, onLargePage });
 const ms = performance.now() - t0;
 // user + system time of the whole process (every thread: the encoding pool's workers too)
 const cpu = process.cpuUsage(cpu0);

@@ -103,7 +103,13 @@ function setGrowthFactor(factor: 1 | 2): void {
   setFlagsFromString(`--semi-space-growth-factor=${factor}`);
 }
 
-/** A run's young generation: its format's own cap (Format.youngGenerationMb), where it has one. */
+/**
+ * A run's young generation: its format's own cap (Format.youngGenerationMb), where it has one.
+ * The command line applies it once a task reads a large page (RunDeps.onLargePage): the cap is
+ * for large reads, whose rows outlive scavenges. A night of small tasks keeps the process's 32 MB:
+ * at Parquet's 8 MB its 2,000-school incremental night took 1,050 scavenges (2.7-3.3 s) against
+ * 250 (1.3-1.6 s) at 32 MB, about 0.7 ms of CPU a school.
+ */
 export function boundYoungGenerationFor(format: Pick<Format, 'youngGenerationMb'>): void {
   if (format.youngGenerationMb !== undefined) boundYoungGeneration(format.youngGenerationMb * 2 ** 20);
 }

@@ -9,14 +9,16 @@ import type { TaskEncoding } from './pool.ts';
  * promise of its encoded rows. A body that fails to decode throws the decoder's own error inside
  * the paginator's retry loop, so a truncated page is fetched again, as on the main thread.
  * Pages too large to parse whole (the streamed path's territory) take decodePage and come back
- * as rows: the pipeline flattens those here, in order with the rest.
+ * as rows: the pipeline flattens those here, in order with the rest. `onBody` hears each body's
+ * size as received, before it is parsed.
  */
-export function encodingDecoder(task: TaskEncoding): PageDecoder {
+export function encodingDecoder(task: TaskEncoding, onBody?: (bytes: number) => void): PageDecoder {
   return async function* (body, opts) {
     // compressed bytes (JSON compresses ~8x): a page parsed whole in a worker, whose heap is
     // capped, stays well under the streaming threshold
     const limit = (opts.streamThresholdBytes ?? DEFAULT_STREAM_THRESHOLD) / 16;
     if (opts.contentLength !== undefined && opts.contentLength > limit) {
+      onBody?.(opts.contentLength);
       yield* decodePage(body, opts);
       return;
     }
@@ -24,6 +26,7 @@ export function encodingDecoder(task: TaskEncoding): PageDecoder {
     try {
       const read = await bufferUpTo(body, limit);
       if (read.rest) {
+        onBody?.(limit);
         yield* decodePage(Readable.from(read.rest), { ...opts, contentLength: undefined });
         return;
       }
@@ -31,6 +34,7 @@ export function encodingDecoder(task: TaskEncoding): PageDecoder {
     } finally {
       if (!body.destroyed && !body.readableEnded) body.destroy(); // never leave a socket half-read
     }
+    onBody?.(raw.length);
     const page = await task.submit(raw, opts.gzip === true);
     const info = await page.parsed;
     yield { rows: [], last: true, bytes: info.bytes, meta: info.meta, encoded: page.result };

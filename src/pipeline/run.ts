@@ -45,6 +45,8 @@ export interface RunDeps {
   encoding?: Encoding;
   /** Tests: the destination as the run sees it, to observe or hold its writes at a known point. */
   wrapSink?: (sink: Sink) => Sink;
+  /** Called once, when a task first reads a large page (TaskEnv.onLargePage). */
+  onLargePage?: () => void;
 }
 
 /** What a run holds open: the API client, the destination and where events go. */
@@ -81,6 +83,8 @@ interface RunContext {
   digest: StateDigestWriter | undefined;
   /** The states the runs' digests hold at their current version (stores with version tags only). */
   copies?: DigestedStates | undefined;
+  /** RunDeps.onLargePage, called at most once. */
+  largePage: () => void;
 }
 
 /**
@@ -297,6 +301,7 @@ function startRun(cfg: RunConfig, io: RunIo, deps: StartedDeps, requests: { coun
     // the copies are read after the run starts (planRun): looked up when a school is first written
     states: new StateBook(io.sink, { onSettled: (w) => deps.digest?.add(w), copies: () => run.copies }),
     digest: deps.digest,
+    largePage: once(() => deps.onLargePage?.()),
   };
   return run;
 }
@@ -404,10 +409,20 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan, fre
       io.reporter.emit({ event: 'task_committed', ...ids, rows_written: rowsOf(piece.task), files: piece.task.files.length });
     },
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
+    onLargePage: () => run.largePage(),
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
     onOverLimit: (w) => warnOverLimit(run, io.reporter, ids, w),
     signal: run.signal,
     personalData: run.personalData,
+  };
+}
+
+function once(f: () => void): () => void {
+  let called = false;
+  return () => {
+    if (called) return;
+    called = true;
+    f();
   };
 }
 

@@ -1,7 +1,7 @@
 import type { PageDecoder } from '../decode/index.ts';
 import { canEncode } from '../encode/page-encoder.ts';
 import type { PageResult } from '../encode/page-work.ts';
-import type { Encoding, TaskEncoding } from '../encode/pool.ts';
+import { SMALL_PAGE_BYTES, type Encoding, type TaskEncoding } from '../encode/pool.ts';
 import { encodingDecoder } from '../encode/task-decoder.ts';
 import type { Format, FormatOptions } from '../format/types.ts';
 import { checkpointResource, naiveUtc, nextWatermark, promoteResource, updatedAfterParam } from '../manifest/state.ts';
@@ -96,6 +96,12 @@ export interface TaskEnv {
   admit: () => Promise<void>;
   commit: (piece: PieceCommit) => Promise<void>;
   onProgress?: (p: { rows: number; pages: number; bytes: number }) => void;
+  /**
+   * A page of LARGE_BODY_BYTES as received (LARGE_PAGE_BYTES of JSON) arrived, told before it is
+   * parsed where it can be: the command line caps the young generation for the format's large
+   * reads from then on (src/cli/heap.ts).
+   */
+  onLargePage?: () => void;
   onEvent?: (e: TaskEvent) => void;
   signal?: AbortSignal;
   /** The run's personal-data policy (docs/personal-data.md). */
@@ -128,6 +134,18 @@ interface ReadProgress {
 }
 
 /**
+ * A page this large marks a run that reads real volumes, not a night of small tasks (whose
+ * pages, a few rows each, are 1-3 KB of JSON and well under 1 KB gzipped): as received (gzip
+ * or not; the size from which a page is worth a worker thread), and as JSON.
+ */
+const LARGE_BODY_BYTES = SMALL_PAGE_BYTES;
+const LARGE_PAGE_BYTES = 64 * 1024;
+
+function largeBody(env: TaskEnv, bytes: number): void {
+  if (bytes >= LARGE_BODY_BYTES) env.onLargePage?.();
+}
+
+/**
  * Reads one resource of one school and commits its files: at the end, and for long paginated
  * reads also at checkpoints (every N pages or M seconds), so a killed run resumes where it was.
  */
@@ -139,7 +157,10 @@ export async function runTask(plan: TaskPlan, env: TaskEnv): Promise<TaskResult>
   const encoding = openEncoding(plan, env, out, collectKeys);
   try {
     const localStart = new Date();
-    const encoded = encoding && { decode: encodingDecoder(encoding), encodeRows: (rows: readonly unknown[]) => encoding.encodeRows(rows) };
+    const encoded = encoding && {
+      decode: encodingDecoder(encoding, (bytes) => largeBody(env, bytes)),
+      encodeRows: (rows: readonly unknown[]) => encoding.encodeRows(rows),
+    };
     const serverStart = await readAll(plan, { ...env, ...encoded }, out, progress);
     progress.startedAt ??= serverStart ?? localStart;
     await commitFinal(plan, env, out, progress);
@@ -415,6 +436,7 @@ async function walkAll(
       serverStart ??= batch.serverDate;
       progress.pages += 1;
       progress.bytes += batch.bytes;
+      if (batch.bytes >= LARGE_PAGE_BYTES) env.onLargePage?.(); // pages not parsed by src/encode (windows)
       env.onProgress?.({ rows: progress.rows, pages: progress.pages, bytes: progress.bytes });
     },
     checkpoint: async (current) => {
