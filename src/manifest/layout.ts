@@ -372,13 +372,18 @@ export interface PackedPart<O> {
 
 /**
  * Packs entries into parts of at most `limit` bytes each (one line of JSON with its newline),
- * in order. `header(n)` gives the part's fields besides its entries. A task entry too big for a
- * part on its own is split over entries of the same identity, each with some of its files (the
- * first keeps the row counts): loaders union a task's files by its identity. Deletion records
- * spill over as many parts as they need.
+ * in order, each part yielded as soon as it is full: a run's final parts (every task of the run)
+ * are written one at a time, never all held as text. `header(n)` gives the part's fields besides
+ * its entries. A task entry too big for a part on its own is split over entries of the same
+ * identity, each with some of its files (the first keeps the row counts): loaders union a task's
+ * files by its identity. Deletion records spill over as many parts as they need.
  */
-export function packParts<O>(header: (n: number) => object, firstPart: number, items: PackItem<O>[], limit = PART_LIMIT): PackedPart<O>[] {
-  const parts: PackedPart<O>[] = [];
+export function* packParts<O>(
+  header: (n: number) => object,
+  firstPart: number,
+  items: Iterable<PackItem<O>>,
+  limit = PART_LIMIT,
+): Generator<PackedPart<O>> {
   let n = firstPart;
   let head = openPart(header(n));
   let tasks: string[] = [];
@@ -390,11 +395,11 @@ export function packParts<O>(header: (n: number) => object, firstPart: number, i
   let headBytes = Buffer.byteLength(head);
   let used = 0;
   const TAIL = ',"tasks":[],"deletions":[]}\n'.length;
-  const close = (): void => {
-    if (tasks.length === 0 && dels.length === 0) return;
+  const close = (): PackedPart<O> | undefined => {
+    if (tasks.length === 0 && dels.length === 0) return undefined;
     const text = `${head},"tasks":[${tasks.join(',')}],"deletions":[${dels.join(',')}]}\n`;
     if (Buffer.byteLength(text) > limit) throw new Error(`manifest part ${n} is ${Buffer.byteLength(text)} bytes, over ${limit}`);
-    parts.push({ text, tasks: tasks.length, owners, taskOwners });
+    const part = { text, tasks: tasks.length, owners, taskOwners };
     n += 1;
     head = openPart(header(n));
     headBytes = Buffer.byteLength(head);
@@ -403,26 +408,29 @@ export function packParts<O>(header: (n: number) => object, firstPart: number, i
     dels = [];
     owners = new Set();
     taskOwners = new Set();
+    return part;
   };
-  const add = (json: string, item: PackItem<O>): void => {
+  /** Adds an entry; returns the part it closed to make room, if any. */
+  const add = (json: string, item: PackItem<O>): PackedPart<O> | undefined => {
     // one byte per character is not enough for non-ASCII text: count bytes
     const bytes = Buffer.byteLength(json) + 1; // and its comma
     if (headBytes + bytes + 64 > limit) throw new Error(`a manifest entry of ${bytes} bytes cannot fit a part of ${limit}`);
-    if (headBytes + used + bytes + TAIL + 16 > limit) close();
+    const closed = headBytes + used + bytes + TAIL + 16 > limit ? close() : undefined;
     (item.kind === 'task' ? tasks : dels).push(json);
     used += bytes;
     owners.add(item.owner);
     if (item.kind === 'task') taskOwners.add(item.owner);
+    return closed;
   };
   for (const item of items) {
-    if (item.kind === 'deletion') {
-      add(JSON.stringify(item.value), item);
-      continue;
+    const pieces = item.kind === 'deletion' ? [JSON.stringify(item.value)] : splitTask(item.value as ManifestTask, limit - headBytes - 64);
+    for (const piece of pieces) {
+      const closed = add(piece, item);
+      if (closed) yield closed;
     }
-    for (const piece of splitTask(item.value as ManifestTask, limit - Buffer.byteLength(head) - 64)) add(piece, item);
   }
-  close();
-  return parts;
+  const last = close();
+  if (last) yield last;
 }
 
 function openPart(h: object): string {

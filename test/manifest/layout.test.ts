@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { byRun, docOf, listDocs, readDoc, runTasks, taskEntry, type ManifestSource } from '../../src/manifest/layout.ts';
+import {
+  byRun,
+  docOf,
+  listDocs,
+  packParts,
+  readDoc,
+  runTasks,
+  taskEntry,
+  type ManifestSource,
+  type PackItem,
+} from '../../src/manifest/layout.ts';
 import type { Manifest, ManifestTask, RunManifest } from '../../src/manifest/types.ts';
 
 /** A destination in memory: what the layout's readers need of a sink. */
@@ -135,5 +145,39 @@ describe('taskEntry', () => {
     expect(JSON.stringify(entries[1])).toBe(
       '{"school_id":"A1","region":"uk","resource":"achievements","status":"unchanged","mode":"full","files":[],"rows":{},"content_sha256":"ab","read_at":"r","unchanged_since":"s"}',
     );
+  });
+});
+
+describe('packParts', () => {
+  const task = (i: number): PackItem<number> => ({
+    kind: 'task',
+    value: taskEntry({
+      school_id: `A${1000 + i}`,
+      region: 'uk',
+      resource: 'achievements',
+      status: 'unchanged',
+      mode: 'full',
+      files: [],
+      rows: {},
+    }),
+    owner: i,
+  });
+
+  it('yields each part once it is full, before reading the entries that follow (a run holds one part as text, not all)', () => {
+    const read: number[] = [];
+    function* entries(): Generator<PackItem<number>> {
+      for (let i = 0; i < 1000; i++) {
+        read.push(i);
+        yield task(i);
+      }
+    }
+    const parts = packParts((n) => ({ run_id: 'r', part: n }), 1, entries(), 4096);
+    const first = parts.next();
+    expect(first.done).toBe(false);
+    expect(read.length).toBeLessThan(100);
+    const all = [first.value!, ...parts];
+    expect(all.reduce((a, p) => a + p.tasks, 0)).toBe(1000);
+    for (const p of all) expect(Buffer.byteLength(p.text)).toBeLessThanOrEqual(4096);
+    expect(all.map((p) => JSON.parse(p.text).part)).toEqual(all.map((_, i) => i + 1));
   });
 });
