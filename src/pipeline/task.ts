@@ -1,3 +1,4 @@
+import { inflateRawSync } from 'node:zlib';
 import type { PageDecoder } from '../decode/index.ts';
 import { canEncode } from '../encode/page-encoder.ts';
 import type { PageResult } from '../encode/page-work.ts';
@@ -48,8 +49,8 @@ export interface TaskPlan {
   abandonedIds?: string[];
   /** Windows a full read of a big school is split into (1: one cursor walk). */
   windows: number;
-  /** The response the plan's probe already read (school_permissions), as JSON text: not requested again. */
-  prefetched?: { text: string; serverDate?: Date };
+  /** The response the plan's probe already read (school_permissions), as deflated JSON (latin1): not requested again. */
+  prefetched?: { deflated: string; serverDate: Date | undefined };
   /**
    * The content last committed (state), which a full read equal to it does not write again.
    * Absent with --full-refresh, which writes everything (the way to rewrite lost files).
@@ -265,7 +266,10 @@ async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: 
     plan.prefetched = undefined; // parsed once, then let go while the task writes it
     const { body, serverDate } = (
       prefetched
-        ? { body: JSON.parse(prefetched.text) as unknown, serverDate: prefetched.serverDate }
+        ? {
+            body: JSON.parse(inflateRawSync(Buffer.from(prefetched.deflated, 'latin1')).toString()) as unknown,
+            serverDate: prefetched.serverDate,
+          }
         : await env.client.getJson(path, { domain: school.domain, query, ctx, token: school.token })
     ) as {
       body: { data?: unknown } | undefined;

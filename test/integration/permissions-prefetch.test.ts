@@ -7,7 +7,7 @@ import { approvedSchools, canonical, expectedState, exportOnce, tempDir } from '
 
 /**
  * The plan reads each school's permissions once (the probe) and the school_permissions task
- * writes that response, kept meanwhile as JSON text: one request per school, and the rows equal
+ * writes that response, kept meanwhile as deflated JSON: one request per school, and the rows equal
  * the service's.
  */
 describe('the permissions probe is reused by the school_permissions task', () => {
