@@ -53,9 +53,9 @@ export interface Format {
   readonly workersToGain: number;
   /**
    * The young generation (MB) a run that writes this format caps its main thread at once it reads
-   * a large page, where it differs from the process's (src/cli/heap.ts). Measured at 8 MB on the wide shape: Parquet's
-   * peak RSS fell by 30-40 MB at the same CPU; NDJSON's and CSV's CPU rose by 9-31%, so they keep
-   * the process's.
+   * a large page, where it differs from the process's (src/cli/heap.ts). Measured at 8 MB on the
+   * wide shape: Parquet's peak RSS fell by 30-40 MB at the same CPU; NDJSON's and CSV's CPU rose
+   * by 9-31%, so they keep the process's.
    */
   readonly youngGenerationMb?: number;
   extension(opts: FormatOptions): string;

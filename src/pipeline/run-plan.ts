@@ -142,13 +142,12 @@ async function planSchool(
   }
   if (probe.permissions) o.scopes.learn(probe.permissions.body);
   const granted = ScopeKnowledge.granted(probe.permissions?.body);
-  // The body is kept only when the school_permissions task reuses it, as deflated JSON: every
-  // school's is held until its task starts (at 10,000 schools, the start of the run). The text took
-  // a third of the parsed objects' memory (3 KB a school in the sandbox, 6.2 MB of the heap at
-  // 2,000 schools); deflated, a tenth of the text, for 30 us a school (and 10 us to inflate).
-  const p = tasks.some((t) => t.spec.path === PERMISSIONS_PATH) ? probe.permissions : undefined;
-  // Kept as a latin1 string: a Buffer would hold zlib's 16 KB output chunk, or as a copy pin an
+  // The body is kept only when the school_permissions task reuses it: every school's is held until
+  // its task starts (at 10,000 schools, the start of the run). As JSON text it was 6.2 MB of the
+  // heap at 2,000 schools; deflated, a tenth of that, for 30 us a school (10 us to inflate). Kept
+  // as a latin1 string: a Buffer would hold zlib's 16 KB output chunk, and a copy would pin an
   // 8 KB slab of Node's buffer pool (16 MB of external memory at 2,000 schools, measured).
+  const p = tasks.some((t) => t.spec.path === PERMISSIONS_PATH) ? probe.permissions : undefined;
   const prefetched = p && { deflated: deflateRawSync(JSON.stringify(p.body), { level: 1 }).toString('latin1'), serverDate: p.serverDate };
   return () => {
     const masked = o.scopes.decide(granted);
