@@ -68,8 +68,8 @@ let workers = 0;
  * (`--semi-space-growth-factor`): 1 stops it. So growth is off, and after each collection it is
  * allowed again only while the young generation is below the cap. Collections are reported after
  * the fact, so a burst of them can grow it past the cap before growth stops (one doubling seen on
- * Node 20, a few smaller steps on Node 24). A later call sets another cap (a run, once it knows its
- * format: boundYoungGenerationFor); it does not shrink what has grown already.
+ * Node 20, a few smaller steps on Node 24). A later call sets another cap (a run, once a task reads
+ * a large page: boundYoungGenerationFor); it does not shrink what has grown already.
  *
  * The flag is the process's, not this thread's: V8 puts it back to 2 when it sets up a worker
  * thread's heap, and while it is 1 a worker's young generation cannot grow either. Kept at its

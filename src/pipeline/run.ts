@@ -409,7 +409,7 @@ function taskEnv(cfg: RunConfig, io: RunIo, run: RunContext, plan: TaskPlan, fre
       io.reporter.emit({ event: 'task_committed', ...ids, rows_written: rowsOf(piece.task), files: piece.task.files.length });
     },
     onProgress: (p) => io.reporter.emit({ event: 'task_progress', ...ids, ...p }),
-    onLargePage: () => run.largePage(),
+    onLargePage: run.largePage,
     onEvent: (e) => io.reporter.emit({ ...e, ...ids }),
     onOverLimit: (w) => warnOverLimit(run, io.reporter, ids, w),
     signal: run.signal,
