@@ -31,11 +31,22 @@ const cfg = resolveRunConfig(undefined, {
 // and what `school-export run` sets once a task reads a large page (src/cli/run.ts)
 const format = (await import(mod('format/index'))).formatByName(cfg.format);
 const onLargePage = () => heap.boundYoungGenerationFor(format);
-// Pages and bytes per task, from the progress events (the last event of a task has its totals).
-const perTask = new Map();
+// Pages and bytes, from the progress events (a task's last one has its totals), added up as each
+// task ends: a map of every task would be memory the installed command does not hold (10,000 schools)
+const running = new Map();
+let pages = 0;
+let bytes = 0;
 const reporter = {
   emit(e) {
-    if (e.event === 'task_progress') perTask.set(`${e.school_id} ${e.resource}`, { pages: e.pages, bytes: e.bytes });
+    if (!('resource' in e)) return;
+    const key = `${e.school_id} ${e.resource}`;
+    if (e.event === 'task_progress') running.set(key, { pages: e.pages, bytes: e.bytes });
+    else if (/^task_(done|failed|skipped|interrupted)$/.test(e.event)) {
+      const t = running.get(key);
+      running.delete(key);
+      pages += t?.pages ?? 0;
+      bytes += t?.bytes ?? 0;
+    }
   },
   close() {},
 };
@@ -53,9 +64,7 @@ const ms = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
 clearInterval(sampler);
 sample();
-let pages = 0;
-let bytes = 0;
-for (const t of perTask.values()) {
+for (const t of running.values()) {
   pages += t.pages;
   bytes += t.bytes;
 }

@@ -329,7 +329,9 @@ export async function listedFiles(src: ManifestSource, parts: string[]): Promise
  * A task's manifest entry, its fields always in this order (absent ones undefined, which JSON
  * leaves out): a run keeps every entry until its final parts are written, and entries spread from
  * optional parts took a hidden class of their own each (about 250 bytes an entry in a heap snapshot
- * of a 2,000-school night).
+ * of a 2,000-school night). Most entries of an incremental night list no file and no row (unchanged
+ * and empty reads): they share one frozen empty list and count (88 bytes an entry otherwise, 7 MB
+ * at 10,000 schools); frozen, so a change to them would throw instead of reaching every entry.
  */
 export function taskEntry(t: ManifestTask): ManifestTask {
   return {
@@ -340,8 +342,8 @@ export function taskEntry(t: ManifestTask): ManifestTask {
     mode: t.mode,
     updated_after: t.updated_after,
     watermark: t.watermark,
-    files: t.files,
-    rows: t.rows,
+    files: t.files.length === 0 ? NO_FILES : t.files,
+    rows: isEmpty(t.rows) ? NO_ROWS : t.rows,
     drift_fields: t.drift_fields,
     replaced_surrogates: t.replaced_surrogates,
     checkpoint: t.checkpoint,
@@ -353,6 +355,14 @@ export function taskEntry(t: ManifestTask): ManifestTask {
     compaction: t.compaction,
     error: t.error,
   };
+}
+
+const NO_FILES: ManifestTask['files'] = Object.freeze([]) as unknown as ManifestTask['files'];
+const NO_ROWS: ManifestTask['rows'] = Object.freeze({});
+
+function isEmpty(o: object): boolean {
+  for (const _ in o) return false;
+  return true;
 }
 
 /** One entry to pack: a task or a deletion record, with who it belongs to (the packer reports it back). */

@@ -6,6 +6,7 @@ import type { ResourceSpec } from '../resources/index.ts';
 import type { ApiClient } from '../source/client.ts';
 import type { SchoolRef, TaskPlan } from './task.ts';
 import { shardOf } from './shard.ts';
+import { SharedStrings } from './shared-strings.ts';
 
 export interface DiscoveredSchools {
   schools: SchoolRef[];
@@ -103,9 +104,10 @@ export function planTask(
     knownIdsFile: forced ? undefined : prev?.known_ids_file,
     forceFullSeq: o.directive?.force_full_seq,
     scopeMasked: o.scopeMasked,
-    previousWatermark: forced || o.settings.fullRefresh ? null : (prev?.watermark ?? null),
+    previousWatermark: forced || o.settings.fullRefresh || !prev?.watermark ? null : watermarks.of(prev.watermark),
     windows: o.settings.windows,
-    lastContent: o.settings.fullRefresh ? undefined : prev?.content,
+    lastContent:
+      o.settings.fullRefresh || !prev?.content ? undefined : { sha256: prev.content.sha256, run_id: runIds.of(prev.content.run_id) },
   };
   const resume = prev?.checkpoint;
   if (resume && resumable(resume, o, directed)) {
@@ -117,8 +119,17 @@ export function planTask(
   const abandonedIds = resume?.ids_files?.length ? resume.ids_files : undefined;
   const reason = fullReason(spec, prev, forced, o, repolicy);
   if (reason || !prev?.watermark) return taskPlan({ ...common, abandonedIds, mode: 'full', reason: reason ?? 'first run' });
-  const updatedAfter = updatedAfterParam(prev.watermark, o.settings.lookbackSeconds);
-  return taskPlan({ ...common, abandonedIds, mode: 'incremental', updatedAfter, reason: `changes since the watermark ${prev.watermark}` });
+  const watermark = prev.watermark;
+  const updatedAfter = updatedAfters.of(`${o.settings.lookbackSeconds} ${watermark}`, () =>
+    updatedAfterParam(watermark, o.settings.lookbackSeconds),
+  );
+  return taskPlan({
+    ...common,
+    abandonedIds,
+    mode: 'incremental',
+    updatedAfter,
+    reason: reasons.of(`changes since the watermark ${watermark}`),
+  });
 }
 
 /**
@@ -146,6 +157,12 @@ function taskPlan(p: TaskPlan): TaskPlan {
     lastContent: p.lastContent,
   };
 }
+
+/** Texts many plans hold equal (shared-strings.ts), one table for each kind. */
+const runIds = new SharedStrings();
+const watermarks = new SharedStrings();
+const updatedAfters = new SharedStrings();
+const reasons = new SharedStrings();
 
 type Checkpoint = NonNullable<ResourceState['checkpoint']>;
 

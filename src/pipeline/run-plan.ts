@@ -206,11 +206,19 @@ function withSchoolToken(school: SchoolRef, tokenFile: string, plan: RunPlan): S
   }
 }
 
-/** The masked columns of this resource's own tables ("table.column"). */
+/**
+ * The masked columns of this resource's own tables ("table.column"). Nearly every plan has none:
+ * they share one frozen empty list (a run holds every plan until its task starts: 3 MB at 10,000
+ * schools otherwise).
+ */
 function masksOf(spec: ResourceSpec, masked: string[]): string[] {
+  if (masked.length === 0) return NONE_MASKED;
   const tables = new Set([spec.name, ...(spec.children ?? []).map((c) => c.table)]);
-  return masked.filter((m) => tables.has(m.slice(0, m.indexOf('.'))));
+  const own = masked.filter((m) => tables.has(m.slice(0, m.indexOf('.'))));
+  return own.length ? own : NONE_MASKED;
 }
+
+const NONE_MASKED = Object.freeze([]) as unknown as string[];
 
 function skipSchool(
   plan: RunPlan,

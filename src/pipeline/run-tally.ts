@@ -28,7 +28,7 @@ export class RunTally {
   rowsWritten = 0;
   /** Tasks started so far: done, unfinished or active. */
   started = 0;
-  /** Each planned task's watermark before this run: the lag of a task that does not commit. */
+  /** The watermark before this run of each planned task not done yet: the lag of a task that does not commit. */
   readonly previous = new Map<string, string | null>();
 
   observe(e: RunEvent): void {
@@ -61,6 +61,9 @@ export class RunTally {
       case 'task_done':
         this.progress(key, e.rows, 0);
         this.active.delete(key);
+        // its lag is now its new watermark's: the summary reads `previous` only for tasks that did
+        // not commit, and a run of 100,000 tasks would otherwise keep them all (10 MB)
+        this.previous.delete(key);
         this.done += 1;
         return;
       case 'task_failed':

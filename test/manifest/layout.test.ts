@@ -146,6 +146,20 @@ describe('taskEntry', () => {
       '{"school_id":"A1","region":"uk","resource":"achievements","status":"unchanged","mode":"full","files":[],"rows":{},"content_sha256":"ab","read_at":"r","unchanged_since":"s"}',
     );
   });
+
+  it('shares one frozen empty file list and row count between entries, and keeps the others', () => {
+    expect(entries[0]!.files).toBe(entries[1]!.files);
+    expect(entries[0]!.rows).toBe(entries[2]!.rows);
+    expect(Object.isFrozen(entries[0]!.files) && Object.isFrozen(entries[0]!.rows)).toBe(true);
+    // a change to the shared ones would reach every entry: it throws instead
+    expect(() => entries[0]!.files.push({ table: 't', path: 'p', sha256: 's', rows: 1, bytes: 1 })).toThrow(TypeError);
+    expect(() => (entries[0]!.rows.achievements = 1)).toThrow(TypeError);
+    const files = [{ table: 'achievements', path: 'p', sha256: 's', rows: 2, bytes: 9 }];
+    const rows = { achievements: 2 };
+    const written = taskEntry({ ...base, status: 'committed', mode: 'full', files, rows });
+    expect(written.files).toBe(files);
+    expect(written.rows).toBe(rows);
+  });
 });
 
 describe('packParts', () => {
