@@ -3,7 +3,7 @@ import { tallied, type Reporter } from '../../src/pipeline/progress.ts';
 import { taskKey } from '../../src/pipeline/run-tally.ts';
 import type { Sink } from '../../src/sink/types.ts';
 
-const silent: Reporter = { emit: () => undefined, close: async () => undefined };
+const silent: Reporter = { emit: () => undefined, close: () => undefined };
 
 describe('RunTally: the watermarks before the run', () => {
   it('keeps them only for tasks not done yet (the lag of a task that does not commit)', async () => {
