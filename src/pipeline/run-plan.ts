@@ -1,4 +1,3 @@
-import { deflateRawSync } from 'node:zlib';
 import { compareIds } from '../ids.ts';
 import pLimit from 'p-limit';
 import type { RunConfig } from '../config/resolve.ts';
@@ -11,7 +10,7 @@ import type { Sink } from '../sink/types.ts';
 import type { ApiClient } from '../source/client.ts';
 import { discoverSchools, planTask, type PlanSettings } from './plan.ts';
 import type { Reporter } from './progress.ts';
-import { PERMISSIONS_PATH, probeSchool, type SchoolProbe } from './school-probe.ts';
+import { keepResponse, PERMISSIONS_PATH, probeSchool, type SchoolProbe } from './school-probe.ts';
 import { SchoolFiles } from './school-files.ts';
 import { DigestedStates } from '../manifest/state-digest.ts';
 import { ScopeKnowledge } from './scope-knowledge.ts';
@@ -142,13 +141,9 @@ async function planSchool(
   }
   if (probe.permissions) o.scopes.learn(probe.permissions.body);
   const granted = ScopeKnowledge.granted(probe.permissions?.body);
-  // The body is kept only when the school_permissions task reuses it: every school's is held until
-  // its task starts (at 10,000 schools, the start of the run). As JSON text it was 6.2 MB of the
-  // heap at 2,000 schools; deflated, a tenth of that, for 30 us a school (10 us to inflate). Kept
-  // as a latin1 string: a Buffer would hold zlib's 16 KB output chunk, and a copy would pin an
-  // 8 KB slab of Node's buffer pool (16 MB of external memory at 2,000 schools, measured).
+  // kept only when the school_permissions task reuses it (deflated: school-probe.ts)
   const p = tasks.some((t) => t.spec.path === PERMISSIONS_PATH) ? probe.permissions : undefined;
-  const prefetched = p && { deflated: deflateRawSync(JSON.stringify(p.body), { level: 1 }).toString('latin1'), serverDate: p.serverDate };
+  const prefetched = p && keepResponse(p);
   return () => {
     const masked = o.scopes.decide(granted);
     const decided = planAll(masked);

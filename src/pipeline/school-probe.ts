@@ -1,3 +1,4 @@
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { ApiError, ExportError } from '../errors.ts';
 import type { ResourceSpec } from '../resources/index.ts';
 import type { ApiClient } from '../source/client.ts';
@@ -36,4 +37,24 @@ export async function probeSchool(client: ApiClient, school: SchoolRef, _resourc
     return { masked: [] }; // the tasks meet the same problem and report it themselves
   }
   return { masked: [], permissions: res };
+}
+
+/**
+ * A probe's permissions response, kept for the school_permissions task that writes it: every
+ * school's is held until its task starts (at 10,000 schools, the start of the run). As JSON text
+ * it was 6.2 MB of the heap at 2,000 schools; deflated, a tenth of that, for 30 us a school (10 us
+ * to inflate). Kept as a latin1 string: a Buffer would hold zlib's 16 KB output chunk, and a copy
+ * would pin an 8 KB slab of Node's buffer pool (16 MB of external memory at 2,000 schools, measured).
+ */
+export interface KeptResponse {
+  deflated: string;
+  serverDate: Date | undefined;
+}
+
+export function keepResponse(res: { body: unknown; serverDate?: Date }): KeptResponse {
+  return { deflated: deflateRawSync(JSON.stringify(res.body), { level: 1 }).toString('latin1'), serverDate: res.serverDate };
+}
+
+export function openResponse(kept: KeptResponse): { body: unknown; serverDate: Date | undefined } {
+  return { body: JSON.parse(inflateRawSync(Buffer.from(kept.deflated, 'latin1')).toString()) as unknown, serverDate: kept.serverDate };
 }

@@ -1,4 +1,3 @@
-import { inflateRawSync } from 'node:zlib';
 import type { PageDecoder } from '../decode/index.ts';
 import { canEncode } from '../encode/page-encoder.ts';
 import type { PageResult } from '../encode/page-work.ts';
@@ -19,6 +18,7 @@ import { ContentHash } from './content-hash.ts';
 import { meta } from '../flatten/index.ts';
 import { finishSnapshot, writeKeyChunk } from './snapshot-deletions.ts';
 import { TaskOutput, type CommittedPiece, type SchoolRef } from './task-output.ts';
+import { openResponse, type KeptResponse } from './school-probe.ts';
 import type { PersonalData } from '../privacy/personal-data.ts';
 import { CursorRefused, runWalks, type Walk } from './walks.ts';
 import { planWindows, readsInWindows, WindowDedupe } from './windows.ts';
@@ -49,8 +49,8 @@ export interface TaskPlan {
   abandonedIds?: string[];
   /** Windows a full read of a big school is split into (1: one cursor walk). */
   windows: number;
-  /** The response the plan's probe already read (school_permissions), as deflated JSON (latin1): not requested again. */
-  prefetched?: { deflated: string; serverDate: Date | undefined };
+  /** The response the plan's probe already read (school_permissions): not requested again. */
+  prefetched?: KeptResponse;
   /**
    * The content last committed (state), which a full read equal to it does not write again.
    * Absent with --full-refresh, which writes everything (the way to rewrite lost files).
@@ -265,12 +265,7 @@ async function readAll(plan: TaskPlan, env: TaskEnv, out: TaskOutput, progress: 
     const prefetched = plan.prefetched;
     plan.prefetched = undefined; // parsed once, then let go while the task writes it
     const { body, serverDate } = (
-      prefetched
-        ? {
-            body: JSON.parse(inflateRawSync(Buffer.from(prefetched.deflated, 'latin1')).toString()) as unknown,
-            serverDate: prefetched.serverDate,
-          }
-        : await env.client.getJson(path, { domain: school.domain, query, ctx, token: school.token })
+      prefetched ? openResponse(prefetched) : await env.client.getJson(path, { domain: school.domain, query, ctx, token: school.token })
     ) as {
       body: { data?: unknown } | undefined;
       serverDate?: Date;
