@@ -12,6 +12,7 @@ const { runExport } = await import(mod('pipeline/run'));
 // what the installed command's entry point sets for the whole process before any command (src/cli/main.ts)
 const heap = await import(mod('cli/heap'));
 heap.boundHeap();
+(await import(mod('cli/wasm-tier'))).keepWasmOnBaseline();
 
 const a = JSON.parse(process.argv[2] ?? '{}');
 const cfg = resolveRunConfig(undefined, {

@@ -2,6 +2,7 @@ import { hideBin } from 'yargs/helpers';
 import { oneLine } from '../errors.ts';
 import { buildCli, exitCodeFor } from './commands.ts';
 import { boundHeap } from './heap.ts';
+import { keepWasmOnBaseline } from './wasm-tier.ts';
 
 /** The entry point bin/school-export.js loads: parse, run one command, map errors to exit codes. */
 
@@ -12,6 +13,7 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
 });
 
 boundHeap();
+keepWasmOnBaseline();
 
 try {
   await (await buildCli(hideBin(process.argv))).parseAsync();
