@@ -31,7 +31,7 @@ const cfg = resolveRunConfig(undefined, {
 });
 // and what `school-export run` sets once a task reads a large page (src/cli/run.ts)
 const format = (await import(mod('format/index'))).formatByName(cfg.format);
-const onLargePage = () => heap.boundYoungGenerationFor(format);
+const onLargePage = () => heap.boundForLargeReads(format);
 // Pages and bytes, from the progress events (a task's last one has its totals), added up as each
 // task ends: a map of every task would be memory the installed command does not hold (10,000 schools)
 const running = new Map();

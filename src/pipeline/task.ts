@@ -99,8 +99,8 @@ export interface TaskEnv {
   onProgress?: (p: { rows: number; pages: number; bytes: number }) => void;
   /**
    * A page of LARGE_BODY_BYTES as received (LARGE_PAGE_BYTES of JSON) arrived, told before it is
-   * parsed where it can be: the command line caps the young generation for the format's large
-   * reads from then on (src/cli/heap.ts).
+   * parsed where it can be: the command line bounds the heap for large reads from then on (the
+   * format's young generation, a tighter heap growth: src/cli/heap.ts).
    */
   onLargePage?: () => void;
   onEvent?: (e: TaskEvent) => void;

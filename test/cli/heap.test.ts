@@ -79,6 +79,56 @@ describe('boundYoungGeneration', () => {
   });
 });
 
+/**
+ * Full collections in a child process (the flag is the whole process's) that keeps a live set of
+ * about 20 MB and reads 1,200 "pages" of 5,000 rows, 60 pages in flight: rows outlive scavenges
+ * and die soon after, as a large read's do. The young generation is fixed at 16 MB (Node 20's own;
+ * Node 24's is larger and would promote fewer rows).
+ */
+function fullCollections(script: string, nodeArgs: string[] = []): number {
+  const program = `
+    const { boundHeapGrowth, boundForLargeReads } = await import(${JSON.stringify(HEAP)});
+    const { PerformanceObserver, constants } = await import('node:perf_hooks');
+    ${script}
+    let majors = 0;
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) if (e.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors++;
+    }).observe({ entryTypes: ['gc'] });
+    const live = Array.from({ length: 200000 }, (_, i) => ({ i, text: 'kept ' + i }));
+    const pages = [];
+    for (let p = 0; p < 1200; p++) {
+      pages.push(Array.from({ length: 5000 }, (_, i) => ({ i, text: 'row ' + i + ' of page ' + p })));
+      if (pages.length > 60) pages.shift();
+      await new Promise((r) => setImmediate(r));
+    }
+    await new Promise((r) => setImmediate(r));
+    console.log(majors, live.length);`;
+  const r = spawnSync(
+    process.execPath,
+    ['--max-semi-space-size=16', ...nodeArgs, '--import', 'tsx', '--input-type=module', '-e', program],
+    {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '' },
+    },
+  );
+  if (r.status !== 0) throw new Error(r.stderr);
+  return Number(r.stdout.trim().split(' ')[0]);
+}
+
+describe('boundForLargeReads', () => {
+  it('collects the old generation sooner than a night of small tasks does (peak RSS of large reads)', () => {
+    // Node 20: 9-10 full collections at 100%, 16-17 at 50%; Node 24: 7 and 10
+    const night = fullCollections('boundHeapGrowth();');
+    const large = fullCollections('boundHeapGrowth(); boundForLargeReads({});');
+    expect(large).toBeGreaterThan(night);
+  });
+
+  it('leaves a heap growth given to node alone', () => {
+    const own = ['--heap-growing-percent=100'];
+    expect(fullCollections('boundForLargeReads({});', own)).toBe(fullCollections('', own));
+  });
+});
+
 describe('school-export run', () => {
   /**
    * The young generation the command leaves in force: the same bursts, run once the export is
